@@ -1,0 +1,27 @@
+# The two set-up commands: `make serve` and `make test`. Both install what they need first.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: serve test install lint worker bench
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+serve: $(STAMP)
+	$(BIN)/agent-platform serve
+
+lint: $(STAMP)
+	$(BIN)/ruff check src tests migrations bench
+	$(BIN)/ruff format --check src tests migrations bench
+	$(BIN)/mypy src
+	$(BIN)/lint-imports
+
+test: lint
+	$(BIN)/pytest -q -p no:cacheprovider

@@ -1,0 +1,1 @@
+"""Postgres: models, the organization-scoped session, repositories, the embedded server."""

@@ -1,0 +1,1 @@
+"""One Protocol per file; each docstring is the contract every adapter keeps."""

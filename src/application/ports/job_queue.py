@@ -1,0 +1,30 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Job:
+    """Work to do outside the request: a kind naming the handler and a JSON-able payload."""
+
+    kind: str
+    payload: dict[str, object] = field(default_factory=dict)
+    dedupe_key: str | None = None
+
+
+PROCESS_FILE = "file.process"
+REEMBED_KNOWLEDGE_BASE = "kb.reembed"
+
+
+class JobQueue(Protocol):
+    """A durable queue of jobs, written in the caller's transaction.
+
+    A job enqueued by a use case becomes visible to workers only when that use case commits,
+    and disappears with it when it rolls back. Two jobs with the same `dedupe_key` are not
+    queued at once: the second enqueue is a no-op while the first is waiting.
+    """
+
+    async def enqueue(self, job: Job) -> None:
+        """Queue `job` inside the current unit of work."""
+        ...

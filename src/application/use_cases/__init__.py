@@ -1,0 +1,1 @@
+"""One use case per file: a verb-noun class with `execute(command)`."""

@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from application.ports.file_repository import FileRepository
+from application.ports.job_queue import PROCESS_FILE, Job, JobQueue
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.errors import Invalid, NotFound, field_error
+from domain.files import (
+    FILE_FIELDS_REQUIRED,
+    KnowledgeBaseFile,
+    NewFile,
+    is_safe_key,
+    org_files_prefix,
+    validate_content_type,
+    validate_file_name,
+    validate_file_size,
+)
+from domain.identity import Caller
+from domain.ids import parse_positive_id, parse_uuid
+from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.uploads import DEFAULT_MAX_UPLOAD_SIZE
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssociateFileCommand:
+    caller: Caller
+    kb_id: object
+    file_id: str | None
+    file_name: str | None
+    file_key: str | None
+    content_key: str | None
+    content_type: str | None
+    file_size: object = None
+    user_metadata: object = None
+
+
+class AssociateFile:
+    """Associate an uploaded file with a knowledge base and queue its processing.
+
+    Rules, checked in this order (spec 4.3):
+    1. fileId, fileName, fileKey, contentKey and contentType are all present and non-empty,
+       else 400 "File ID, name, file key, content key, and content type are required".
+    2. kbId is a positive integer, else 400 "Valid knowledge base ID is required".
+    3. fileId is a uuid; the keys lie below the caller's organization prefix and cannot escape
+       it; the name, content type, size and metadata are well-formed (400 each).
+    4. The knowledge base exists in the caller's organization, else 404 "Knowledge base not
+       found" (a foreign one looks missing).
+    5. A file id is associated at most once (409).
+    The record is created in `parsing` and the processing job is queued in the same
+    transaction, so there is never a record without its job or a job without its record.
+    """
+
+    def __init__(
+        self,
+        knowledge_bases: KnowledgeBaseRepository,
+        files: FileRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+        max_upload_size: int = DEFAULT_MAX_UPLOAD_SIZE,
+    ) -> None:
+        self._knowledge_bases = knowledge_bases
+        self._files = files
+        self._jobs = jobs
+        self._uow = uow
+        self._max_upload_size = max_upload_size
+
+    async def execute(self, command: AssociateFileCommand) -> KnowledgeBaseFile:
+        required = (
+            command.file_id,
+            command.file_name,
+            command.file_key,
+            command.content_key,
+            command.content_type,
+        )
+        if any(not isinstance(value, str) or not value.strip() for value in required):
+            raise Invalid(FILE_FIELDS_REQUIRED)
+        assert command.file_id and command.file_name and command.file_key
+        assert command.content_key and command.content_type
+        kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
+        org_id = command.caller.org_id
+        new = NewFile(
+            org_id=org_id,
+            knowledge_base_id=kb_id,
+            file_id=parse_uuid(command.file_id, "File ID must be a UUID"),
+            file_name=validate_file_name(command.file_name),
+            file_key=_own_key(org_id, command.file_key, "fileKey"),
+            content_key=_own_key(org_id, command.content_key, "contentKey"),
+            content_type=validate_content_type(command.content_type),
+            file_size=validate_file_size(command.file_size, self._max_upload_size),
+            user_metadata=_metadata(command.user_metadata),
+        )
+        if await self._knowledge_bases.get(org_id, kb_id, for_update=True) is None:
+            raise NotFound(KB_NOT_FOUND)
+        record = await self._files.add(new)
+        await self._jobs.enqueue(
+            Job(
+                kind=PROCESS_FILE,
+                payload={"orgId": org_id, "fileRecordId": record.id},
+                dedupe_key=f"{PROCESS_FILE}:{record.id}",
+            )
+        )
+        await self._uow.commit()
+        return record
+
+
+def _own_key(org_id: str, key: str, field: str) -> str:
+    if not key.startswith(org_files_prefix(org_id)) or not is_safe_key(key):
+        raise Invalid(
+            f"{field} must be a storage key issued to your organization",
+            [field_error(field, "outside the organization's storage")],
+        )
+    return key
+
+
+def _metadata(value: object) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise Invalid(
+            "userMetadata must be an object", [field_error("userMetadata", "expected an object")]
+        )
+    return value

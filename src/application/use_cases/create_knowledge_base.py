@@ -1,0 +1,79 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.identity import Caller
+from domain.knowledge_bases import (
+    KnowledgeBaseSummary,
+    NewKnowledgeBase,
+    validate_description,
+    validate_extraction_model,
+    validate_extraction_schema,
+    validate_name,
+)
+from domain.models import DEFAULT_EMBEDDING_MODEL, resolve_embedding_model
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateKnowledgeBaseCommand:
+    caller: Caller
+    name: object
+    description: object = None
+    embedding_model: object = None
+    embedding_dimensions: object = None
+    extraction_model: object = None
+    extraction_schema: object = None
+
+
+class CreateKnowledgeBase:
+    """Create a knowledge base in the caller's organization.
+
+    Rules: the name is required (1 to 200 characters, trimmed); the embedding model defaults to
+    the deployment's default and must name a known provider; its dimension count is filled in
+    for known models and must match them; an unlisted OpenAI-compatible model needs its
+    dimension count; the extraction model and schema are optional. The creator is recorded.
+    """
+
+    def __init__(
+        self,
+        knowledge_bases: KnowledgeBaseRepository,
+        uow: UnitOfWork,
+        default_embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+    ) -> None:
+        self._knowledge_bases = knowledge_bases
+        self._uow = uow
+        self._default_embedding_model = default_embedding_model
+
+    async def execute(self, command: CreateKnowledgeBaseCommand) -> KnowledgeBaseSummary:
+        name = validate_name(command.name)
+        description = validate_description(command.description)
+        model, dimensions = resolve_embedding_model(
+            command.embedding_model
+            if command.embedding_model is not None
+            else self._default_embedding_model,
+            command.embedding_dimensions,
+        )
+        schema: dict[str, Any] | None = validate_extraction_schema(command.extraction_schema)
+        kb = await self._knowledge_bases.add(
+            NewKnowledgeBase(
+                org_id=command.caller.org_id,
+                user_id=command.caller.user_id,
+                name=name,
+                description=description,
+                embedding_model=model,
+                embedding_dimensions=dimensions,
+                extraction_model=validate_extraction_model(command.extraction_model),
+                extraction_schema=schema,
+            )
+        )
+        await self._uow.commit()
+        return KnowledgeBaseSummary(
+            knowledge_base=kb,
+            file_count=0,
+            total_size=0,
+            last_file_uploaded_at=None,
+            files_in_progress=0,
+        )

@@ -1,0 +1,72 @@
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from application.ports.clock import Clock
+from application.ports.object_storage import ObjectStorage, SignedUpload
+from domain.errors import Invalid, field_error
+from domain.files import storage_keys, validate_content_type, validate_file_name, validate_file_size
+from domain.identity import Caller
+from domain.uploads import UploadPolicy
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateUploadCommand:
+    caller: Caller
+    file_name: object
+    content_type: object
+    file_size: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PreparedUpload:
+    """A signed address plus the identifiers the association step needs."""
+
+    file_id: str
+    file_key: str
+    content_key: str
+    upload: SignedUpload
+    expires_at: datetime
+
+
+class CreateUpload:
+    """Hand out a signed address for uploading one file into the caller's organization.
+
+    Rules: fileName and contentType are required and well-formed; fileSize, when given, is at
+    most the upload limit (400 otherwise) and becomes the signed maximum, so a larger body is
+    refused at upload time. A new file id is generated; the keys are
+    `orgs/<org>/files/<fileId>/<safe name>` and `.../content.md`; the address expires after
+    the policy's time to live. Nothing is written to the database.
+    """
+
+    def __init__(self, storage: ObjectStorage, clock: Clock, policy: UploadPolicy) -> None:
+        self._storage = storage
+        self._clock = clock
+        self._policy = policy
+
+    async def execute(self, command: CreateUploadCommand) -> PreparedUpload:
+        if not isinstance(command.file_name, str) or not command.file_name.strip():
+            raise Invalid("fileName is required", [field_error("fileName", "required")])
+        if not isinstance(command.content_type, str) or not command.content_type.strip():
+            raise Invalid("contentType is required", [field_error("contentType", "required")])
+        file_name = validate_file_name(command.file_name)
+        content_type = validate_content_type(command.content_type)
+        size = validate_file_size(command.file_size, self._policy.max_size)
+        file_id = str(uuid.uuid4())
+        file_key, content_key = storage_keys(command.caller.org_id, file_id, file_name)
+        expires_at = self._clock.now() + self._policy.url_ttl
+        upload = await self._storage.sign_upload(
+            file_key,
+            content_type=content_type,
+            max_size=size if size is not None else self._policy.max_size,
+            expires_at=expires_at,
+        )
+        return PreparedUpload(
+            file_id=file_id,
+            file_key=file_key,
+            content_key=content_key,
+            upload=upload,
+            expires_at=expires_at,
+        )

@@ -1,0 +1,73 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.file_repository import FileRepository
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.object_storage import ObjectStorage
+from application.ports.unit_of_work import UnitOfWork
+from domain.errors import NotFound
+from domain.files import file_folder
+from domain.identity import Caller
+from domain.ids import parse_positive_id
+from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteKnowledgeBaseCommand:
+    caller: Caller
+    kb_id: object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeletionReport:
+    """What a deletion removed, and the stored folders it could not remove (left for retry)."""
+
+    files_removed: int
+    leftover_prefixes: list[str]
+
+
+class DeleteKnowledgeBase:
+    """Delete a knowledge base of the caller's organization with its files and their objects.
+
+    Rules: the database rows go first, in one transaction, so a failure leaves the knowledge
+    base whole; the stored objects (originals, text, page images) are removed after the commit,
+    and any folder that could not be removed is reported rather than failing the deletion.
+    """
+
+    def __init__(
+        self,
+        knowledge_bases: KnowledgeBaseRepository,
+        files: FileRepository,
+        storage: ObjectStorage,
+        uow: UnitOfWork,
+    ) -> None:
+        self._knowledge_bases = knowledge_bases
+        self._files = files
+        self._storage = storage
+        self._uow = uow
+
+    async def execute(self, command: DeleteKnowledgeBaseCommand) -> DeletionReport:
+        kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
+        org_id = command.caller.org_id
+        kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
+        if kb is None:
+            raise NotFound(KB_NOT_FOUND)
+        files = await self._files.list_for_knowledge_base(org_id, kb_id)
+        await self._knowledge_bases.delete(org_id, kb_id)
+        await self._uow.commit()
+        leftovers = await remove_folders(
+            self._storage, [file_folder(org_id, f.file_id) for f in files]
+        )
+        return DeletionReport(files_removed=len(files), leftover_prefixes=leftovers)
+
+
+async def remove_folders(storage: ObjectStorage, prefixes: list[str]) -> list[str]:
+    """Delete each folder's objects; return the folders whose deletion failed."""
+    leftovers: list[str] = []
+    for prefix in prefixes:
+        try:
+            await storage.delete_prefix(prefix)
+        except Exception:
+            leftovers.append(prefix)
+    return leftovers

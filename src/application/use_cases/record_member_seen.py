@@ -1,0 +1,26 @@
+from __future__ import annotations
+
+from application.ports.clock import Clock
+from application.ports.member_directory import MemberDirectory
+from application.ports.unit_of_work import UnitOfWork
+from domain.identity import Identity
+
+
+class RecordMemberSeen:
+    """Just-in-time provisioning: keep the organization and member records current from the
+    claims of a verified token (e-mail, names, role, last sign-in).
+
+    Rules: runs only for tokens that carry an organization; never touches the member's
+    organization-scoped metadata; idempotent, so concurrent first requests are safe.
+    """
+
+    def __init__(self, directory: MemberDirectory, uow: UnitOfWork, clock: Clock) -> None:
+        self._directory = directory
+        self._uow = uow
+        self._clock = clock
+
+    async def execute(self, identity: Identity) -> None:
+        if not identity.org_id:
+            return
+        await self._directory.record_seen(identity, self._clock.now())
+        await self._uow.commit()

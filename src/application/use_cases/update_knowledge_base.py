@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from application.ports.job_queue import REEMBED_KNOWLEDGE_BASE, Job, JobQueue
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.ids import parse_positive_id
+from domain.knowledge_bases import (
+    KB_ID_REQUIRED,
+    KB_NOT_FOUND,
+    KnowledgeBaseSummary,
+    validate_description,
+    validate_extraction_model,
+    validate_extraction_schema,
+    validate_name,
+)
+from domain.models import resolve_embedding_model
+from domain.values import UNSET, Unset
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UpdateKnowledgeBaseCommand:
+    caller: Caller
+    kb_id: object
+    name: object | Unset = UNSET
+    description: object | Unset = UNSET
+    embedding_model: object | Unset = UNSET
+    embedding_dimensions: object | Unset = UNSET
+    extraction_model: object | Unset = UNSET
+    extraction_schema: object | Unset = UNSET
+
+
+class UpdateKnowledgeBase:
+    """Change the fields the caller sent; fields not sent stay as they are.
+
+    Rules: the same validation as creation; `null` clears the extraction model or schema.
+    Changing the embedding model of a knowledge base without files takes effect at once. With
+    files, the new model is recorded as pending and a re-embedding job is queued: search keeps
+    answering from the current index and the status is `reindexing` until the job swaps it in.
+    """
+
+    def __init__(
+        self,
+        knowledge_bases: KnowledgeBaseRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+    ) -> None:
+        self._knowledge_bases = knowledge_bases
+        self._jobs = jobs
+        self._uow = uow
+
+    async def execute(self, command: UpdateKnowledgeBaseCommand) -> KnowledgeBaseSummary:
+        kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
+        org_id = command.caller.org_id
+        changes: dict[str, Any] = {}
+        if not isinstance(command.name, Unset):
+            changes["name"] = validate_name(command.name)
+        if not isinstance(command.description, Unset):
+            changes["description"] = validate_description(command.description)
+        if not isinstance(command.extraction_model, Unset):
+            changes["extraction_model"] = validate_extraction_model(command.extraction_model)
+        if not isinstance(command.extraction_schema, Unset):
+            changes["extraction_schema"] = validate_extraction_schema(command.extraction_schema)
+        new_model: tuple[str, int] | None = None
+        if not isinstance(command.embedding_model, Unset):
+            dims = (
+                None
+                if isinstance(command.embedding_dimensions, Unset)
+                else (command.embedding_dimensions)
+            )
+            new_model = resolve_embedding_model(command.embedding_model, dims)
+
+        kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
+        if kb is None:
+            raise NotFound(KB_NOT_FOUND)
+        if new_model is not None and new_model != (kb.embedding_model, kb.embedding_dimensions):
+            summary = await self._knowledge_bases.get_summary(org_id, kb_id)
+            if summary is not None and summary.file_count > 0:
+                changes["pending_embedding_model"], changes["pending_embedding_dimensions"] = (
+                    new_model
+                )
+                changes["reindex_error"] = None
+                await self._jobs.enqueue(
+                    Job(
+                        kind=REEMBED_KNOWLEDGE_BASE,
+                        payload={"orgId": org_id, "kbId": kb_id},
+                        dedupe_key=f"{REEMBED_KNOWLEDGE_BASE}:{kb_id}",
+                    )
+                )
+            else:
+                changes["embedding_model"], changes["embedding_dimensions"] = new_model
+                changes["pending_embedding_model"] = None
+                changes["pending_embedding_dimensions"] = None
+        elif new_model is not None and kb.pending_embedding_model is not None:
+            # Switching back to the model in use cancels a pending re-embedding.
+            changes["pending_embedding_model"] = None
+            changes["pending_embedding_dimensions"] = None
+        if changes:
+            await self._knowledge_bases.update(org_id, kb_id, changes)
+        summary = await self._knowledge_bases.get_summary(org_id, kb_id)
+        if summary is None:
+            raise NotFound(KB_NOT_FOUND)
+        await self._uow.commit()
+        return summary

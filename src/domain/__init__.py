@@ -1,0 +1,1 @@
+"""Entities, value objects and business rules. Imports nothing but the standard library."""

@@ -1,0 +1,162 @@
+"""Files of a knowledge base, their processing states, and their storage keys."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from domain.errors import Invalid, field_error
+
+FILE_FIELDS_REQUIRED = "File ID, name, file key, content key, and content type are required"
+FILE_NOT_FOUND = "File not found"
+FILE_ID_REQUIRED = "Valid file ID is required"
+MAX_FILE_NAME = 255
+_CONTENT_TYPE = re.compile(
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
+)
+
+
+class ProcessingStatus(StrEnum):
+    """`parsing → parsed → chunking → completed`; each `*_failed` ends processing with an error."""
+
+    PARSING = "parsing"
+    PARSED = "parsed"
+    CHUNKING = "chunking"
+    COMPLETED = "completed"
+    PARSE_FAILED = "parse_failed"
+    CHUNK_FAILED = "chunk_failed"
+    EXTRACT_FAILED = "extract_failed"
+
+    @property
+    def is_terminal(self) -> bool:
+        return self in TERMINAL_STATUSES
+
+
+TERMINAL_STATUSES = frozenset(
+    {
+        ProcessingStatus.COMPLETED,
+        ProcessingStatus.PARSE_FAILED,
+        ProcessingStatus.CHUNK_FAILED,
+        ProcessingStatus.EXTRACT_FAILED,
+    }
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeBaseFile:
+    """A file associated with a knowledge base, with where its bytes and text live."""
+
+    id: int
+    org_id: str
+    knowledge_base_id: int
+    file_id: str
+    file_name: str
+    file_key: str
+    content_key: str
+    content_type: str
+    file_size: int | None
+    processing_status: ProcessingStatus
+    processing_error: str | None
+    image_keys: list[str] | None
+    user_metadata: dict[str, Any] | None
+    extracted_data: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewFile:
+    """The validated fields of a file about to be associated with a knowledge base."""
+
+    org_id: str
+    knowledge_base_id: int
+    file_id: str
+    file_name: str
+    file_key: str
+    content_key: str
+    content_type: str
+    file_size: int | None
+    user_metadata: dict[str, Any] | None
+
+
+def org_files_prefix(org_id: str) -> str:
+    """Every stored object of an organization's files lives below this prefix."""
+    return f"orgs/{org_id}/files/"
+
+
+def file_folder(org_id: str, file_id: str) -> str:
+    """The folder holding one file's original, extracted text and page images."""
+    return f"{org_files_prefix(org_id)}{file_id}/"
+
+
+def storage_keys(org_id: str, file_id: str, file_name: str) -> tuple[str, str]:
+    """The file key and content key handed out for an upload."""
+    folder = file_folder(org_id, file_id)
+    return f"{folder}{safe_file_name(file_name)}", f"{folder}content.md"
+
+
+def safe_file_name(name: str) -> str:
+    """A storage-safe version of a file name: ASCII letters, digits, `.`, `-` and `_`."""
+    ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_name).strip("._")
+    cleaned = re.sub(r"_+", "_", cleaned)[:120]
+    # content.md is the extracted text's key: an original of that name must not overwrite it.
+    if not cleaned or cleaned == "content.md":
+        cleaned = f"original_{cleaned}" if cleaned else "file"
+    return cleaned
+
+
+def is_safe_key(key: str) -> bool:
+    """A storage key with no traversal, no absolute path, no backslash and no empty segment."""
+    if not key or key.startswith("/") or "\\" in key or len(key) > 1024:
+        return False
+    parts = key.split("/")
+    return all(part not in ("", ".", "..") for part in parts) and key.isprintable()
+
+
+def validate_file_name(value: str) -> str:
+    """A file name is 1 to 255 printable characters with no path separator."""
+    name = value.strip()
+    if not name or len(name) > MAX_FILE_NAME or not name.isprintable():
+        raise Invalid(
+            f"File name must be 1 to {MAX_FILE_NAME} printable characters",
+            [field_error("fileName", "invalid file name")],
+        )
+    if "/" in name or "\\" in name:
+        raise Invalid(
+            "File name must not contain a path separator",
+            [field_error("fileName", "contains / or \\")],
+        )
+    return name
+
+
+def validate_content_type(value: str) -> str:
+    """A MIME type `type/subtype`; parameters such as `; charset=utf-8` are kept."""
+    essence, _, params = value.partition(";")
+    if not _CONTENT_TYPE.match(essence.strip()) or len(value) > 255 or not value.isprintable():
+        raise Invalid(
+            "Content type must be a MIME type such as application/pdf",
+            [field_error("contentType", "invalid MIME type")],
+        )
+    return essence.strip().lower() + (f";{params}" if params else "")
+
+
+def validate_file_size(value: object, max_size: int) -> int | None:
+    """A file size is absent or a whole number of bytes from 0 to the upload limit."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise Invalid(
+            "File size must be a non-negative integer",
+            [field_error("fileSize", "expected a non-negative integer")],
+        )
+    if value > max_size:
+        raise Invalid(
+            f"File size exceeds the maximum upload size of {max_size} bytes",
+            [field_error("fileSize", f"at most {max_size}")],
+        )
+    return value

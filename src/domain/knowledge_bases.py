@@ -1,0 +1,145 @@
+"""Knowledge bases: their fields, the rules for creating and changing them, and their status."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from domain.errors import Invalid, field_error
+from domain.models import CHAT_PROVIDERS, parse_model_ref
+
+KB_NOT_FOUND = "Knowledge base not found"
+KB_ID_REQUIRED = "Valid knowledge base ID is required"
+MAX_NAME = 200
+MAX_DESCRIPTION = 4000
+
+
+class KnowledgeBaseStatus(StrEnum):
+    """`ready`; `processing` while a file is not in a terminal state; `reindexing` while an
+    embedding-model change is re-embedding its files; `error` when that re-embedding failed."""
+
+    READY = "ready"
+    PROCESSING = "processing"
+    REINDEXING = "reindexing"
+    ERROR = "error"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeBase:
+    """A named collection of files of one organization, embedded with one model."""
+
+    id: int
+    org_id: str
+    user_id: str
+    name: str
+    description: str
+    embedding_model: str
+    embedding_dimensions: int
+    extraction_model: str | None
+    extraction_schema: dict[str, Any] | None
+    source: dict[str, Any] | None
+    trigger: dict[str, Any] | None
+    pending_embedding_model: str | None
+    pending_embedding_dimensions: int | None
+    reindex_error: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeBaseSummary:
+    """A knowledge base with the figures computed from its files."""
+
+    knowledge_base: KnowledgeBase
+    file_count: int
+    total_size: int
+    last_file_uploaded_at: datetime | None
+    files_in_progress: int
+
+    @property
+    def status(self) -> KnowledgeBaseStatus:
+        kb = self.knowledge_base
+        if kb.pending_embedding_model is not None:
+            return KnowledgeBaseStatus.REINDEXING
+        if kb.reindex_error is not None:
+            return KnowledgeBaseStatus.ERROR
+        if self.files_in_progress:
+            return KnowledgeBaseStatus.PROCESSING
+        return KnowledgeBaseStatus.READY
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewKnowledgeBase:
+    """The validated fields of a knowledge base about to be created."""
+
+    org_id: str
+    user_id: str
+    name: str
+    description: str
+    embedding_model: str
+    embedding_dimensions: int
+    extraction_model: str | None
+    extraction_schema: dict[str, Any] | None
+
+
+def validate_name(value: object) -> str:
+    """A name is a non-empty string of at most 200 characters after trimming."""
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
+    name = value.strip()
+    if len(name) > MAX_NAME:
+        raise Invalid(
+            f"Name must be at most {MAX_NAME} characters",
+            [field_error("name", "too long")],
+        )
+    return name
+
+
+def validate_description(value: object) -> str:
+    """A description is a string of at most 4000 characters; absent means empty."""
+    if value is None:
+        return ""
+    if not isinstance(value, str):
+        raise Invalid(
+            "Description must be a string", [field_error("description", "expected a string")]
+        )
+    if len(value) > MAX_DESCRIPTION:
+        raise Invalid(
+            f"Description must be at most {MAX_DESCRIPTION} characters",
+            [field_error("description", "too long")],
+        )
+    return value.strip()
+
+
+def validate_extraction_model(value: object) -> str | None:
+    """An extraction model is absent or a `provider:model` of a known chat provider."""
+    if value is None:
+        return None
+    return str(parse_model_ref(value, field="extractionModel", providers=CHAT_PROVIDERS))
+
+
+def validate_extraction_schema(value: object) -> dict[str, Any] | None:
+    """An extraction schema is absent or a JSON Schema object describing an object."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise Invalid(
+            "extractionSchema must be a JSON Schema object",
+            [field_error("extractionSchema", "expected an object")],
+        )
+    schema = dict(value)
+    declared = schema.get("type")
+    if declared is not None and declared != "object":
+        raise Invalid(
+            "extractionSchema must describe an object (type: object)",
+            [field_error("extractionSchema", "top-level type must be object")],
+        )
+    if "properties" in schema and not isinstance(schema["properties"], Mapping):
+        raise Invalid(
+            "extractionSchema properties must be an object",
+            [field_error("extractionSchema", "properties must be an object")],
+        )
+    return schema

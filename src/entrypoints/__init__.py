@@ -1,0 +1,1 @@
+"""Entrypoints: the HTTP app, the CLI and the dishka container that both build."""

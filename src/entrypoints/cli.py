@@ -1,0 +1,219 @@
+"""`agent-platform`: serve, migrate, token, and knowledge-base commands that run the same use
+cases as the HTTP app through the same container."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import mimetypes
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dishka import AsyncContainer, Provider, Scope, from_context
+
+from adapters.postgres.migrations import migrate
+from application.ports.object_storage import ObjectStorage
+from application.use_cases.associate_file import AssociateFile, AssociateFileCommand
+from application.use_cases.create_knowledge_base import (
+    CreateKnowledgeBase,
+    CreateKnowledgeBaseCommand,
+)
+from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
+from application.use_cases.list_knowledge_bases import ListKnowledgeBases, ListKnowledgeBasesQuery
+from domain.errors import DomainError
+from domain.identity import ADMIN_ROLE, Caller, Identity
+from entrypoints.config import ConfigError, Settings
+from entrypoints.container import dev_identity_provider, make_container
+from entrypoints.database import Database, resolve_database
+from entrypoints.logging import configure_logging
+
+
+class CliIdentityProvider(Provider):
+    """The CLI acts as the member named by `--org` and `--user`."""
+
+    identity = from_context(Identity, scope=Scope.REQUEST)
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="agent-platform", description=__doc__)
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="migrate, then serve HTTP")
+    serve.add_argument("--host", help="listen address (default AP_HOST or 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="listen port (default AP_PORT or 8000)")
+
+    commands.add_parser("migrate", help="upgrade the database schema")
+
+    token = commands.add_parser("token", help="print a development bearer token")
+    token.add_argument("--org", required=True, help="organization id")
+    token.add_argument("--user", required=True, help="user id")
+    token.add_argument("--role", choices=("admin", "member"), default="member")
+    token.add_argument("--email")
+    token.add_argument("--ttl", type=int, default=3600, help="lifetime in seconds")
+
+    kb = commands.add_parser("kb", help="knowledge bases").add_subparsers(
+        dest="kb_command", required=True
+    )
+    for name, help_text in (
+        ("create", "create a knowledge base"),
+        ("list", "list knowledge bases"),
+        ("add-file", "upload a file and associate it with a knowledge base"),
+    ):
+        sub = kb.add_parser(name, help=help_text)
+        sub.add_argument("--org", required=True, help="organization id to act in")
+        sub.add_argument("--user", default="cli", help="user id to act as (default: cli)")
+        if name == "create":
+            sub.add_argument("--name", required=True)
+            sub.add_argument("--description")
+            sub.add_argument("--embedding-model")
+        if name == "add-file":
+            sub.add_argument("path", type=Path)
+            sub.add_argument("--kb", required=True, help="knowledge base id")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+    except ConfigError as error:
+        print(error, file=sys.stderr)
+        return 2
+    configure_logging(settings.log_format, settings.log_level)
+    if args.command == "token":
+        return _token(settings, args)
+    if args.command == "serve":
+        return _serve(settings, args)
+    database = resolve_database(settings)
+    if args.command == "migrate":
+        asyncio.run(migrate(database.url))
+        print("database schema is up to date")
+        return 0
+    return asyncio.run(_kb(settings, database, args))
+
+
+def _token(settings: Settings, args: argparse.Namespace) -> int:
+    if not settings.dev_identity:
+        print(
+            "token: AP_AUTH_JWKS_URL is set; tokens come from your identity provider",
+            file=sys.stderr,
+        )
+        return 2
+    provider = dev_identity_provider(settings)
+    print(
+        provider.issue(
+            user_id=args.user, org_id=args.org, role=args.role, email=args.email, ttl=args.ttl
+        )
+    )
+    return 0
+
+
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from entrypoints.http.app import create_app
+
+    overrides: dict[str, Any] = {}
+    if args.host:
+        overrides["host"] = args.host
+    if args.port:
+        overrides["port"] = args.port
+    if overrides:
+        settings = Settings(**{**_fields(settings), **overrides})
+    database = resolve_database(settings)
+    asyncio.run(migrate(database.url))
+    app = create_app(settings, database)
+    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    return 0
+
+
+def _fields(settings: Settings) -> dict[str, Any]:
+    return {name: getattr(settings, name) for name in settings.__dataclass_fields__}
+
+
+async def _kb(settings: Settings, database: Database, args: argparse.Namespace) -> int:
+    await migrate(database.url)
+    container = make_container(settings, database, CliIdentityProvider())
+    identity = Identity(user_id=args.user, org_id=args.org, role=ADMIN_ROLE)
+    try:
+        async with container(context={Identity: identity}) as request:
+            caller = await request.get(Caller)
+            return await _run_kb(request, caller, args)
+    except DomainError as error:
+        print(f"error: {error.message}", file=sys.stderr)
+        for detail in error.details:
+            print(f"  {detail}", file=sys.stderr)
+        return 1
+    finally:
+        await container.close()
+
+
+async def _run_kb(request: AsyncContainer, caller: Caller, args: argparse.Namespace) -> int:
+    if args.kb_command == "create":
+        create = await request.get(CreateKnowledgeBase)
+        summary = await create.execute(
+            CreateKnowledgeBaseCommand(
+                caller=caller,
+                name=args.name,
+                description=args.description,
+                embedding_model=args.embedding_model,
+            )
+        )
+        kb = summary.knowledge_base
+        print(json.dumps({"id": kb.id, "name": kb.name, "embeddingModel": kb.embedding_model}))
+        return 0
+    if args.kb_command == "list":
+        listing = await request.get(ListKnowledgeBases)
+        for s in await listing.execute(ListKnowledgeBasesQuery(caller=caller)):
+            kb = s.knowledge_base
+            print(f"{kb.id}\t{kb.name}\t{s.file_count} file(s)\t{s.total_size} B\t{s.status}")
+        return 0
+    return await _add_file(request, caller, args.path, args.kb)
+
+
+async def _add_file(request: AsyncContainer, caller: Caller, path: Path, kb_id: str) -> int:
+    try:
+        data = await asyncio.to_thread(path.read_bytes)
+    except OSError as error:
+        print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+        return 1
+    content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
+    presign = await request.get(CreateUpload)
+    prepared = await presign.execute(
+        CreateUploadCommand(
+            caller=caller, file_name=path.name, content_type=content_type, file_size=len(data)
+        )
+    )
+    storage = await request.get(ObjectStorage)
+    await storage.put(prepared.file_key, data, content_type=content_type)
+    associate = await request.get(AssociateFile)
+    record = await associate.execute(
+        AssociateFileCommand(
+            caller=caller,
+            kb_id=kb_id,
+            file_id=prepared.file_id,
+            file_name=path.name,
+            file_key=prepared.file_key,
+            content_key=prepared.content_key,
+            content_type=content_type,
+            file_size=len(data),
+        )
+    )
+    print(
+        json.dumps(
+            {
+                "id": record.id,
+                "fileId": record.file_id,
+                "fileName": record.file_name,
+                "processingStatus": record.processing_status.value,
+            }
+        )
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

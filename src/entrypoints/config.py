@@ -1,0 +1,131 @@
+"""Configuration from `AP_*` environment variables, validated at start with one clear message
+per bad value."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from domain.models import DEFAULT_EMBEDDING_MODEL
+
+LOG_FORMATS = ("console", "json")
+STORAGES = ("local",)
+
+
+class ConfigError(Exception):
+    """One or more settings are invalid; `problems` names each."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid configuration:\n" + "\n".join(f"  - {p}" for p in problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Settings:
+    database_url: str | None = None
+    database_app_role: str = "agent_platform_app"
+    database_pool_size: int = 10
+    data_dir: Path = Path(".agent-platform")
+    host: str = "127.0.0.1"
+    port: int = 8000
+    public_url: str = ""
+    auth_jwks_url: str | None = None
+    auth_issuer: str | None = None
+    auth_audience: tuple[str, ...] = ()
+    auth_authorized_parties: tuple[str, ...] = ()
+    auth_leeway: int = 5
+    storage: str = "local"
+    max_upload_size: int = 100 * 1024 * 1024
+    upload_url_ttl: timedelta = field(default_factory=lambda: timedelta(minutes=15))
+    default_embedding_model: str = DEFAULT_EMBEDDING_MODEL
+    log_format: str = "console"
+    log_level: str = "info"
+
+    @property
+    def effective_public_url(self) -> str:
+        return (self.public_url or f"http://{self.host}:{self.port}").rstrip("/")
+
+    @property
+    def dev_identity(self) -> bool:
+        """No external identity provider configured: the service issues its own tokens."""
+        return self.auth_jwks_url is None
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        env = os.environ if environ is None else environ
+        problems: list[str] = []
+
+        def text(name: str) -> str | None:
+            value = env.get(name, "").strip()
+            return value or None
+
+        def integer(name: str, default: int, low: int, high: int) -> int:
+            raw = text(name)
+            if raw is None:
+                return default
+            try:
+                value = int(raw)
+            except ValueError:
+                problems.append(f"{name}={raw!r} is not an integer")
+                return default
+            if not low <= value <= high:
+                problems.append(f"{name}={value} must be between {low} and {high}")
+            return value
+
+        def choice(name: str, default: str, options: tuple[str, ...]) -> str:
+            value = (text(name) or default).lower()
+            if value not in options:
+                problems.append(f"{name}={value!r} must be one of: {', '.join(options)}")
+            return value
+
+        def url(name: str, *, schemes: tuple[str, ...]) -> str | None:
+            raw = text(name)
+            if raw is None:
+                return None
+            parts = urlsplit(raw)
+            if parts.scheme not in schemes or not (parts.netloc or parts.query):
+                problems.append(f"{name}={raw!r} must be a {'/'.join(schemes)} URL")
+            return raw
+
+        def csv(name: str) -> tuple[str, ...]:
+            return tuple(p.strip() for p in (text(name) or "").split(",") if p.strip())
+
+        database_url = url(
+            "AP_DATABASE_URL",
+            schemes=("postgres", "postgresql", "postgresql+asyncpg"),
+        )
+        jwks_url = url("AP_AUTH_JWKS_URL", schemes=("http", "https"))
+        issuer = text("AP_AUTH_ISSUER")
+        if jwks_url and not issuer:
+            problems.append("AP_AUTH_ISSUER is required when AP_AUTH_JWKS_URL is set")
+        public_url = url("AP_PUBLIC_URL", schemes=("http", "https")) or ""
+        role = text("AP_DATABASE_APP_ROLE") or "agent_platform_app"
+        if not role.replace("_", "").isalnum() or not role.islower() or role[0].isdigit():
+            problems.append(f"AP_DATABASE_APP_ROLE={role!r} must be a lower-case SQL identifier")
+        settings = cls(
+            database_url=database_url,
+            database_app_role=role,
+            database_pool_size=integer("AP_DATABASE_POOL_SIZE", 10, 1, 200),
+            data_dir=Path(text("AP_DATA_DIR") or ".agent-platform").expanduser(),
+            host=text("AP_HOST") or "127.0.0.1",
+            port=integer("AP_PORT", 8000, 1, 65535),
+            public_url=public_url,
+            auth_jwks_url=jwks_url,
+            auth_issuer=issuer,
+            auth_audience=csv("AP_AUTH_AUDIENCE"),
+            auth_authorized_parties=csv("AP_AUTH_AUTHORIZED_PARTIES"),
+            auth_leeway=integer("AP_AUTH_LEEWAY", 5, 0, 60),
+            storage=choice("AP_STORAGE", "local", STORAGES),
+            max_upload_size=integer("AP_MAX_UPLOAD_SIZE", 100 * 1024 * 1024, 1, 2**40),
+            upload_url_ttl=timedelta(seconds=integer("AP_UPLOAD_URL_TTL", 900, 10, 7 * 86400)),
+            default_embedding_model=text("AP_DEFAULT_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL,
+            log_format=choice("AP_LOG_FORMAT", "console", LOG_FORMATS),
+            log_level=choice("AP_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+        )
+        if problems:
+            raise ConfigError(problems)
+        return settings

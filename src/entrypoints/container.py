@@ -1,0 +1,249 @@
+"""The dishka container: one set of providers behind the HTTP app, the CLI and the worker.
+
+Long-lived clients live at APP scope; the organization-scoped session, the repositories and
+the use cases at REQUEST scope. Tests and other entrypoints pass extra providers to override
+any of them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import AsyncIterator
+
+import httpx
+from dishka import (
+    AsyncContainer,
+    Provider,
+    Scope,
+    from_context,
+    make_async_container,
+    provide,
+    provide_all,
+)
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from adapters.clock import SystemClock
+from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
+from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
+from adapters.postgres.engine import (
+    SqlaUnitOfWork,
+    create_engine,
+    create_session_factory,
+    org_session,
+)
+from adapters.postgres.repositories import (
+    SqlaFileRepository,
+    SqlaKnowledgeBaseRepository,
+    SqlaMemberDirectory,
+)
+from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
+from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
+from application.ports.clock import Clock
+from application.ports.file_repository import FileRepository
+from application.ports.job_queue import JobQueue
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.member_directory import MemberDirectory
+from application.ports.object_storage import ObjectStorage
+from application.ports.token_verifier import TokenVerifier
+from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.associate_file import AssociateFile
+from application.use_cases.create_knowledge_base import CreateKnowledgeBase
+from application.use_cases.create_upload import CreateUpload
+from application.use_cases.delete_file import DeleteFile
+from application.use_cases.delete_knowledge_base import DeleteKnowledgeBase
+from application.use_cases.list_files import ListFiles
+from application.use_cases.list_knowledge_bases import ListKnowledgeBases
+from application.use_cases.record_member_seen import RecordMemberSeen
+from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
+from domain.identity import Caller, Identity
+from domain.uploads import UploadPolicy
+from entrypoints.config import Settings
+from entrypoints.database import Database
+
+MEMBER_RECORD_TTL = 300.0
+
+
+class RecentlySeen:
+    """Which identities were provisioned lately, so that a steady stream of requests by the
+    same member does not write its record on every request."""
+
+    def __init__(self, ttl: float = MEMBER_RECORD_TTL, limit: int = 10_000) -> None:
+        self._ttl = ttl
+        self._limit = limit
+        self._seen: dict[Identity, float] = {}
+
+    def is_fresh(self, identity: Identity) -> bool:
+        seen_at = self._seen.get(identity)
+        return seen_at is not None and time.monotonic() - seen_at < self._ttl
+
+    def mark(self, identity: Identity) -> None:
+        if len(self._seen) >= self._limit:
+            self._seen.clear()
+        self._seen[identity] = time.monotonic()
+
+
+class InfrastructureProvider(Provider):
+    """Long-lived clients: database engine, HTTP client, identity, storage, clock."""
+
+    scope = Scope.APP
+    settings = from_context(Settings)
+    database = from_context(Database)
+
+    @provide
+    async def engine(self, settings: Settings, database: Database) -> AsyncIterator[AsyncEngine]:
+        engine = create_engine(
+            database.url,
+            app_role=settings.database_app_role,
+            pool_size=settings.database_pool_size,
+            max_overflow=settings.database_pool_size,
+        )
+        yield engine
+        await engine.dispose()
+
+    @provide
+    def session_factory(self, engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+        return create_session_factory(engine)
+
+    @provide
+    async def http_client(self) -> AsyncIterator[httpx.AsyncClient]:
+        async with httpx.AsyncClient(follow_redirects=False) as client:
+            yield client
+
+    @provide
+    def dev_identity(self, settings: Settings) -> DevIdentityProvider | None:
+        if not settings.dev_identity:
+            return None
+        return dev_identity_provider(settings)
+
+    @provide
+    def token_verifier(
+        self,
+        settings: Settings,
+        client: httpx.AsyncClient,
+        dev: DevIdentityProvider | None,
+    ) -> TokenVerifier:
+        if dev is not None:
+            fetch = static_jwks_fetcher(dev.jwks())
+            issuer = dev.issuer
+        else:
+            assert settings.auth_jwks_url and settings.auth_issuer
+            fetch = http_jwks_fetcher(settings.auth_jwks_url, client)
+            issuer = settings.auth_issuer
+        return JwksTokenVerifier(
+            fetch,
+            issuer=issuer,
+            audience=settings.auth_audience,
+            authorized_parties=settings.auth_authorized_parties,
+            leeway=settings.auth_leeway,
+        )
+
+    @provide
+    def local_storage(self, settings: Settings) -> LocalDiskStorage:
+        data_dir = settings.data_dir.resolve()
+        return LocalDiskStorage(
+            data_dir / "objects",
+            settings.effective_public_url,
+            load_or_create_secret(data_dir / "storage-signing.key"),
+        )
+
+    @provide
+    def storage(self, local: LocalDiskStorage) -> ObjectStorage:
+        return local
+
+    @provide
+    def clock(self) -> Clock:
+        return SystemClock()
+
+    @provide
+    def upload_policy(self, settings: Settings) -> UploadPolicy:
+        return UploadPolicy(max_size=settings.max_upload_size, url_ttl=settings.upload_url_ttl)
+
+    @provide
+    def recently_seen(self) -> RecentlySeen:
+        return RecentlySeen()
+
+
+class RequestProvider(Provider):
+    """The organization-scoped session and everything built on it, once per request."""
+
+    scope = Scope.REQUEST
+
+    @provide
+    async def session(
+        self, factory: async_sessionmaker[AsyncSession], identity: Identity
+    ) -> AsyncIterator[AsyncSession]:
+        async with org_session(factory, identity.org_id) as session:
+            yield session
+
+    @provide
+    def unit_of_work(self, session: AsyncSession) -> UnitOfWork:
+        return SqlaUnitOfWork(session)
+
+    @provide
+    def knowledge_bases(self, session: AsyncSession) -> KnowledgeBaseRepository:
+        return SqlaKnowledgeBaseRepository(session)
+
+    @provide
+    def files(self, session: AsyncSession) -> FileRepository:
+        return SqlaFileRepository(session)
+
+    @provide
+    def members(self, session: AsyncSession) -> MemberDirectory:
+        return SqlaMemberDirectory(session)
+
+    @provide
+    def jobs(self, session: AsyncSession) -> JobQueue:
+        return PgQueuerJobQueue(session)
+
+    @provide
+    async def caller(
+        self, identity: Identity, seen: RecentlySeen, record: RecordMemberSeen
+    ) -> Caller:
+        caller = identity.as_caller()
+        if not seen.is_fresh(identity):
+            await record.execute(identity)
+            seen.mark(identity)
+        return caller
+
+    @provide
+    def create_knowledge_base(
+        self, repo: KnowledgeBaseRepository, uow: UnitOfWork, settings: Settings
+    ) -> CreateKnowledgeBase:
+        return CreateKnowledgeBase(repo, uow, settings.default_embedding_model)
+
+    @provide
+    def associate_file(
+        self,
+        kbs: KnowledgeBaseRepository,
+        files: FileRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+        settings: Settings,
+    ) -> AssociateFile:
+        return AssociateFile(kbs, files, jobs, uow, settings.max_upload_size)
+
+    use_cases = provide_all(
+        ListKnowledgeBases,
+        UpdateKnowledgeBase,
+        DeleteKnowledgeBase,
+        ListFiles,
+        DeleteFile,
+        CreateUpload,
+        RecordMemberSeen,
+    )
+
+
+def dev_identity_provider(settings: Settings) -> DevIdentityProvider:
+    return DevIdentityProvider(
+        settings.data_dir.resolve() / "dev-idp" / "signing-key.pem",
+        issuer=settings.auth_issuer or DEV_ISSUER,
+    )
+
+
+def make_container(settings: Settings, database: Database, *providers: Provider) -> AsyncContainer:
+    return make_async_container(
+        InfrastructureProvider(),
+        RequestProvider(),
+        *providers,
+        context={Settings: settings, Database: database},
+    )

@@ -1,0 +1,77 @@
+"""The Litestar application factory."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dishka import Provider, Scope, provide
+from dishka.integrations.litestar import LitestarProvider, setup_dishka
+from litestar import Litestar, Request
+from litestar.middleware import DefineMiddleware
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.spec import Components, SecurityScheme
+from litestar.types import ASGIApp
+
+from domain.errors import Unauthenticated
+from domain.identity import Identity
+from entrypoints.config import Settings
+from entrypoints.container import make_container
+from entrypoints.database import Database
+from entrypoints.http.controllers.files import FileController
+from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
+from entrypoints.http.controllers.system import health, jwks
+from entrypoints.http.controllers.uploads import presign_upload, receive_upload
+from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.middleware import (
+    PUBLIC_PATHS,
+    BearerAuthenticationMiddleware,
+    RequestContextMiddleware,
+)
+
+
+class HttpIdentityProvider(LitestarProvider):
+    """The identity the bearer-token middleware verified for this request."""
+
+    @provide(scope=Scope.REQUEST)
+    def identity(self, request: Request) -> Identity:  # type: ignore[type-arg]
+        user = request.scope.get("user")
+        if not isinstance(user, Identity):
+            raise Unauthenticated("Unauthorized")
+        return user
+
+
+def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
+    """The Litestar app with its container; `providers` override any default adapter."""
+    container = make_container(settings, database, HttpIdentityProvider(), *providers)
+    handlers: list[Any] = [KnowledgeBaseController, FileController, presign_upload, health, jwks]
+    if settings.storage == "local":
+        handlers.append(receive_upload)
+    app = Litestar(
+        route_handlers=handlers,
+        middleware=[DefineMiddleware(BearerAuthenticationMiddleware, exclude=list(PUBLIC_PATHS))],
+        exception_handlers=EXCEPTION_HANDLERS,
+        openapi_config=OpenAPIConfig(
+            title="Agent Platform API",
+            version="1.0.0",
+            path="/schema",
+            render_plugins=[ScalarRenderPlugin()],
+            components=Components(
+                security_schemes={
+                    "BearerToken": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")
+                }
+            ),
+            security=[{"BearerToken": []}],
+        ),
+        on_shutdown=[container.close],
+        debug=False,
+        logging_config=None,
+    )
+    setup_dishka(container, app)
+    return app
+
+
+def create_app(settings: Settings, database: Database, *providers: Provider) -> ASGIApp:
+    """The served ASGI app: Litestar wrapped so that every response, 404s included, carries
+    `X-Request-ID` and is logged once."""
+    return RequestContextMiddleware(create_litestar(settings, database, *providers))

@@ -1,0 +1,78 @@
+"""`/kb/files`: associate uploaded files with a knowledge base, list and remove them."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, delete, get, post
+from litestar.params import JSONBody, QueryParameter
+
+from application.use_cases.associate_file import AssociateFile, AssociateFileCommand
+from application.use_cases.delete_file import DeleteFile, DeleteFileCommand
+from application.use_cases.list_files import ListFiles, ListFilesQuery
+from domain.identity import Caller
+from entrypoints.http.openapi import errors
+from entrypoints.http.schemas import (
+    AssociateFileBody,
+    FileListResponse,
+    FileResponse,
+    KnowledgeBaseFileOut,
+    SuccessMessage,
+)
+
+
+class FileController(Controller):
+    path = "/kb/files"
+    tags = ["Knowledge Bases"]
+
+    @post(
+        status_code=201,
+        responses=errors(400, 403, 404, 409),
+        summary="Associate an uploaded file with a knowledge base (upload step 3)",
+    )
+    @inject
+    async def associate(
+        self,
+        data: JSONBody[AssociateFileBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[AssociateFile],
+    ) -> FileResponse:
+        record = await use_case.execute(
+            AssociateFileCommand(
+                caller=caller,
+                kb_id=data.kb_id,
+                file_id=data.file_id,
+                file_name=data.file_name,
+                file_key=data.file_key,
+                content_key=data.content_key,
+                content_type=data.content_type,
+                file_size=data.file_size,
+                user_metadata=data.user_metadata,
+            )
+        )
+        return FileResponse(success=True, file=KnowledgeBaseFileOut.of(record))
+
+    @get(responses=errors(400, 403, 404), summary="List a knowledge base's files, newest first")
+    @inject
+    async def list_files(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ListFiles],
+        kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
+    ) -> FileListResponse:
+        files = await use_case.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
+        return FileListResponse(success=True, files=[KnowledgeBaseFileOut.of(f) for f in files])
+
+    @delete(status_code=200, responses=errors(400, 403, 404), summary="Remove a file")
+    @inject
+    async def remove(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[DeleteFile],
+        kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
+        file_id: Annotated[str | None, QueryParameter(name="fileId")] = None,
+    ) -> SuccessMessage:
+        await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=file_id))
+        return SuccessMessage(success=True, message="File deleted")

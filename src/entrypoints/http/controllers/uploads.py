@@ -1,0 +1,83 @@
+"""Upload step 1 (`POST /upload/presigned`) and, for local-disk storage, step 2: the signed
+`PUT /storage/{key}` itself."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Request, Response, post, put
+from litestar.params import FromPath, JSONBody
+
+from adapters.storage.local_disk import UPLOAD_PATH, LocalDiskStorage
+from application.ports.clock import Clock
+from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
+from domain.errors import Invalid
+from domain.identity import Caller
+from entrypoints.http.openapi import errors
+from entrypoints.http.schemas import PresignBody, PresignResponse, UploadReceipt
+
+
+@post(
+    "/upload/presigned",
+    status_code=200,
+    tags=["Files"],
+    responses=errors(400, 403),
+    summary="Get a signed upload address (upload step 1)",
+)
+@inject
+async def presign_upload(
+    data: JSONBody[PresignBody], caller: FromDishka[Caller], use_case: FromDishka[CreateUpload]
+) -> PresignResponse:
+    prepared = await use_case.execute(
+        CreateUploadCommand(
+            caller=caller,
+            file_name=data.file_name,
+            content_type=data.content_type,
+            file_size=data.file_size,
+        )
+    )
+    return PresignResponse.of(prepared)
+
+
+@put(
+    f"{UPLOAD_PATH}/{{key:path}}",
+    tags=["Files"],
+    request_max_body_size=None,
+    responses=errors(400, 403, 413),
+    summary="Send a file's bytes to a signed address (upload step 2, local-disk storage)",
+    security=[],
+)
+@inject
+async def receive_upload(
+    request: Request[Any, Any, Any],
+    key: FromPath[str],
+    storage: FromDishka[LocalDiskStorage],
+    clock: FromDishka[Clock],
+) -> Response[UploadReceipt]:
+    key = key.lstrip("/")
+    query = request.query_params
+    max_size = storage.check_signature(
+        key,
+        content_type=query.get("ct"),
+        max_size=query.get("max"),
+        expires=query.get("exp"),
+        signature=query.get("sig"),
+        sent_content_type=request.headers.get("content-type"),
+        now=clock.now(),
+    )
+    length = request.headers.get("content-length")
+    if length is not None and not length.isdigit():
+        raise Invalid("Invalid Content-Length")
+    stored = await storage.receive(
+        key,
+        request.stream(),
+        max_size=max_size,
+        declared=int(length) if length is not None else None,
+    )
+    return Response(
+        UploadReceipt(success=True, file_key=stored.key, size=stored.size),
+        status_code=200,
+        headers={"ETag": f'"{stored.etag}"'},
+    )

@@ -1,0 +1,96 @@
+"""One place that turns every error into the contract's `{"error", "details"}` body."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import structlog
+from litestar import MediaType, Request, Response
+from litestar.exceptions import HTTPException, ValidationException
+from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
+from litestar.types import ExceptionHandlersMap
+
+from domain.errors import (
+    Conflict,
+    DomainError,
+    Forbidden,
+    Invalid,
+    NotFound,
+    PayloadTooLarge,
+    Unauthenticated,
+)
+
+log = structlog.get_logger("agent_platform.http")
+
+STATUS_OF: dict[type[DomainError], int] = {
+    Invalid: 400,
+    Unauthenticated: 401,
+    Forbidden: 403,
+    NotFound: 404,
+    Conflict: 409,
+    PayloadTooLarge: 413,
+}
+REASONS = {
+    400: "Bad Request",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    413: "Payload Too Large",
+    415: "Unsupported Media Type",
+    429: "Too Many Requests",
+}
+
+
+def error_response(
+    status: int, message: str, details: list[dict[str, Any]] | None = None
+) -> Response[dict[str, Any]]:
+    body: dict[str, Any] = {"error": message}
+    if details:
+        body["details"] = details
+    return Response(body, status_code=status, media_type=MediaType.JSON)
+
+
+def domain_error(_: Request[Any, Any, Any], error: DomainError) -> Response[dict[str, Any]]:
+    status = next(code for kind, code in STATUS_OF.items() if isinstance(error, kind))
+    return error_response(status, error.message, [dict(d) for d in error.details])
+
+
+def validation_error(
+    _: Request[Any, Any, Any], error: ValidationException
+) -> Response[dict[str, Any]]:
+    details: list[dict[str, Any]] = []
+    extra = error.extra if isinstance(error.extra, list) else []
+    for item in extra:
+        if isinstance(item, dict):
+            field = item.get("key") or item.get("source") or "body"
+            details.append({"field": str(field), "message": str(item.get("message", ""))})
+    return error_response(400, "Invalid request body", details or None)
+
+
+def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[dict[str, Any]]:
+    status = error.status_code
+    if status >= 500:
+        log.error("http.server_error", status=status, detail=error.detail)
+        return error_response(status, "Internal Server Error")
+    if status == 400:
+        # Litestar reports a body that does not decode (msgspec's message) as a bare 400.
+        detail = [{"field": "body", "message": str(error.detail)}] if error.detail else None
+        return error_response(400, "Malformed request body", detail)
+    response = error_response(status, REASONS.get(status, "Bad Request"))
+    if error.headers:
+        response.headers.update(error.headers)
+    return response
+
+
+def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[dict[str, Any]]:
+    log.exception("http.unhandled_error", path=request.url.path, error_type=type(error).__name__)
+    return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
+
+
+EXCEPTION_HANDLERS: ExceptionHandlersMap = {
+    DomainError: domain_error,
+    ValidationException: validation_error,
+    HTTPException: http_error,
+    Exception: unexpected_error,
+}

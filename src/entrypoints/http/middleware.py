@@ -1,0 +1,85 @@
+"""ASGI middleware: request ids and one access-log line per request; bearer authentication."""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+from typing import Any
+
+import structlog
+from litestar.connection import ASGIConnection
+from litestar.enums import ScopeType
+from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
+from litestar.types import ASGIApp, Message, Receive, Scope, Send
+
+from application.ports.token_verifier import TokenVerifier
+from domain.errors import Unauthenticated
+from domain.identity import Identity
+
+REQUEST_ID_HEADER = b"x-request-id"
+_CLIENT_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
+PUBLIC_PATHS = (r"^/schema", r"^/\.well-known/", r"^/storage/", r"^/health$")
+access_log = structlog.get_logger("agent_platform.access")
+
+
+class RequestContextMiddleware:
+    """Gives every request an id (the client's `X-Request-ID` when sane), echoes it on the
+    response, binds it to the log context and writes one access-log line at the end."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        sent = dict(scope.get("headers", [])).get(REQUEST_ID_HEADER, b"")
+        request_id = sent.decode() if _CLIENT_ID.match(sent) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = request_id
+        status = 500
+        started = time.perf_counter()
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                headers = [
+                    (k, v) for k, v in message.get("headers", []) if k.lower() != REQUEST_ID_HEADER
+                ]
+                headers.append((REQUEST_ID_HEADER, request_id.encode()))
+                message["headers"] = headers
+            await send(message)
+
+        structlog.contextvars.bind_contextvars(request_id=request_id)
+        try:
+            await self.app(scope, receive, send_with_id)
+        finally:
+            user = scope.get("user")
+            access_log.info(
+                "request",
+                method=scope.get("method"),
+                route=scope.get("path_template") or scope.get("path"),
+                status=status,
+                duration_ms=round((time.perf_counter() - started) * 1000, 2),
+                org_id=getattr(user, "org_id", None),
+                user_id=getattr(user, "user_id", None),
+            )
+            structlog.contextvars.unbind_contextvars("request_id")
+
+
+class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
+    """Every route but the public ones needs `Authorization: Bearer <JWT>`; the verified
+    identity becomes `request.user`."""
+
+    async def authenticate_request(
+        self, connection: ASGIConnection[Any, Any, Any, Any]
+    ) -> AuthenticationResult:
+        header = connection.headers.get("authorization", "")
+        scheme, _, token = header.partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise Unauthenticated("Unauthorized")
+        container = connection.app.state.dishka_container
+        verifier = await container.get(TokenVerifier)
+        identity: Identity = await verifier.verify(token.strip())
+        return AuthenticationResult(user=identity, auth=token)

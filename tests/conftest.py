@@ -1,0 +1,56 @@
+"""Shared fixtures: one embedded PostgreSQL for the whole run, migrated once; each test that
+touches the database starts from empty tables."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from adapters.postgres.embedded import start_embedded_postgres
+from adapters.postgres.engine import create_engine
+from adapters.postgres.migrations import migrate
+from entrypoints.database import Database
+
+TABLES = (
+    "knowledge_base_files, knowledge_bases, memberships, organizations, "
+    "pgqueuer, pgqueuer_log, pgqueuer_statistics"
+)
+
+
+@pytest.fixture(scope="session")
+def tmp_root() -> Iterator[Path]:
+    with tempfile.TemporaryDirectory(prefix="ap-tests-") as root:
+        os.chmod(root, 0o755)
+        yield Path(root)
+
+
+@pytest.fixture(scope="session")
+def embedded(tmp_root: Path) -> Database:
+    server, url = start_embedded_postgres(tmp_root / "pg", database="ap_test")
+    return Database(url, server)
+
+
+@pytest.fixture(scope="session")
+async def database(embedded: Database) -> Database:
+    await migrate(embedded.url)
+    return embedded
+
+
+@pytest.fixture(scope="session")
+async def owner_engine(database: Database) -> AsyncIterator[AsyncEngine]:
+    """Connects as the tables' owner (a superuser here): for arranging and inspecting."""
+    engine = create_engine(database.url, app_role=None, pool_size=2)
+    yield engine
+    await engine.dispose()
+
+
+@pytest.fixture
+async def clean(owner_engine: AsyncEngine) -> None:
+    async with owner_engine.begin() as connection:
+        await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))

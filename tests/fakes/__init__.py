@@ -1,0 +1,231 @@
+"""Hand-written fakes of the application ports, for unit tests of the use cases."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from application.ports.job_queue import Job
+from application.ports.object_storage import SignedUpload
+from domain.errors import Conflict, NotFound
+from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
+from domain.identity import Identity
+from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseSummary, NewKnowledgeBase
+
+
+class FakeClock:
+    def __init__(self, now: datetime | None = None) -> None:
+        self.current = now or datetime(2026, 1, 1, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        self.current += timedelta(seconds=seconds)
+
+
+class FakeUnitOfWork:
+    """Records commits; a rollback restores the fakes' state as of the last commit."""
+
+    def __init__(self, *stores: Any) -> None:
+        self.commits = 0
+        self.rollbacks = 0
+        self._stores = stores
+        self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        self._saved = [store.snapshot() for store in self._stores]
+
+    async def commit(self) -> None:
+        self.commits += 1
+        self._checkpoint()
+
+    async def rollback(self) -> None:
+        self.rollbacks += 1
+        for store, saved in zip(self._stores, self._saved, strict=True):
+            store.restore(saved)
+
+
+class FakeKnowledgeBases:
+    def __init__(self, files: FakeFiles | None = None) -> None:
+        self.rows: dict[int, KnowledgeBase] = {}
+        self.files = files
+        self._next = 1
+
+    def snapshot(self) -> Any:
+        return dict(self.rows), self._next
+
+    def restore(self, saved: Any) -> None:
+        self.rows, self._next = dict(saved[0]), saved[1]
+
+    async def add(self, new: NewKnowledgeBase) -> KnowledgeBase:
+        now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self._next)
+        kb = KnowledgeBase(
+            id=self._next,
+            source=None,
+            trigger=None,
+            pending_embedding_model=None,
+            pending_embedding_dimensions=None,
+            reindex_error=None,
+            created_at=now,
+            updated_at=now,
+            **{f.name: getattr(new, f.name) for f in dataclasses.fields(new)},
+        )
+        self.rows[kb.id] = kb
+        self._next += 1
+        return kb
+
+    async def get(
+        self, org_id: str, kb_id: int, *, for_update: bool = False
+    ) -> KnowledgeBase | None:
+        kb = self.rows.get(kb_id)
+        return kb if kb and kb.org_id == org_id else None
+
+    def _summary(self, kb: KnowledgeBase) -> KnowledgeBaseSummary:
+        files = [
+            f
+            for f in (self.files.rows.values() if self.files else [])
+            if f.knowledge_base_id == kb.id
+        ]
+        return KnowledgeBaseSummary(
+            knowledge_base=kb,
+            file_count=len(files),
+            total_size=sum(f.file_size or 0 for f in files),
+            last_file_uploaded_at=max((f.created_at for f in files), default=None),
+            files_in_progress=sum(1 for f in files if not f.processing_status.is_terminal),
+        )
+
+    async def list_summaries(self, org_id: str) -> list[KnowledgeBaseSummary]:
+        kbs = [kb for kb in self.rows.values() if kb.org_id == org_id]
+        return [self._summary(kb) for kb in sorted(kbs, key=lambda k: k.id, reverse=True)]
+
+    async def get_summary(self, org_id: str, kb_id: int) -> KnowledgeBaseSummary | None:
+        kb = await self.get(org_id, kb_id)
+        return self._summary(kb) if kb else None
+
+    async def update(self, org_id: str, kb_id: int, changes: Mapping[str, Any]) -> KnowledgeBase:
+        kb = await self.get(org_id, kb_id)
+        assert kb is not None
+        self.rows[kb_id] = dataclasses.replace(kb, **changes)
+        return self.rows[kb_id]
+
+    async def delete(self, org_id: str, kb_id: int) -> None:
+        if await self.get(org_id, kb_id):
+            del self.rows[kb_id]
+            if self.files:
+                self.files.rows = {
+                    k: f for k, f in self.files.rows.items() if f.knowledge_base_id != kb_id
+                }
+
+
+class FakeFiles:
+    def __init__(self) -> None:
+        self.rows: dict[int, KnowledgeBaseFile] = {}
+        self._next = 1
+
+    def snapshot(self) -> Any:
+        return dict(self.rows), self._next
+
+    def restore(self, saved: Any) -> None:
+        self.rows, self._next = dict(saved[0]), saved[1]
+
+    async def add(self, new: NewFile) -> KnowledgeBaseFile:
+        if any(f.org_id == new.org_id and f.file_id == new.file_id for f in self.rows.values()):
+            raise Conflict("This file is already associated with a knowledge base")
+        now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self._next)
+        record = KnowledgeBaseFile(
+            id=self._next,
+            processing_status=ProcessingStatus.PARSING,
+            processing_error=None,
+            image_keys=None,
+            extracted_data=None,
+            created_at=now,
+            updated_at=now,
+            **{f.name: getattr(new, f.name) for f in dataclasses.fields(new)},
+        )
+        self.rows[record.id] = record
+        self._next += 1
+        return record
+
+    async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
+        rows = [
+            f for f in self.rows.values() if f.org_id == org_id and f.knowledge_base_id == kb_id
+        ]
+        return sorted(rows, key=lambda f: f.id, reverse=True)
+
+    async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
+        return next(
+            (f for f in await self.list_for_knowledge_base(org_id, kb_id) if f.file_id == file_id),
+            None,
+        )
+
+    async def delete(self, org_id: str, record_id: int) -> None:
+        if record_id in self.rows and self.rows[record_id].org_id == org_id:
+            del self.rows[record_id]
+
+
+class FakeJobQueue:
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+
+    def snapshot(self) -> Any:
+        return list(self.jobs)
+
+    def restore(self, saved: Any) -> None:
+        self.jobs = list(saved)
+
+    async def enqueue(self, job: Job) -> None:
+        if job.dedupe_key and any(j.dedupe_key == job.dedupe_key for j in self.jobs):
+            return
+        self.jobs.append(job)
+
+
+class FakeStorage:
+    def __init__(self, failing_prefixes: set[str] | None = None) -> None:
+        self.objects: dict[str, bytes] = {}
+        self.failing_prefixes = failing_prefixes or set()
+
+    async def sign_upload(
+        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+    ) -> SignedUpload:
+        return SignedUpload(
+            url=f"https://storage.test/{key}?max={max_size}",
+            method="PUT",
+            headers={"Content-Type": content_type},
+            expires_at=expires_at,
+        )
+
+    async def put(self, key: str, data: bytes, *, content_type: str) -> None:
+        self.objects[key] = data
+
+    async def get(self, key: str) -> bytes:
+        if key not in self.objects:
+            raise NotFound("Stored object not found")
+        return self.objects[key]
+
+    async def exists(self, key: str) -> bool:
+        return key in self.objects
+
+    async def delete_prefix(self, prefix: str) -> int:
+        if prefix in self.failing_prefixes:
+            raise OSError("storage unavailable")
+        doomed = [k for k in self.objects if k.startswith(prefix)]
+        for key in doomed:
+            del self.objects[key]
+        return len(doomed)
+
+
+class FakeMemberDirectory:
+    def __init__(self) -> None:
+        self.seen: list[tuple[Identity, datetime]] = []
+
+    def snapshot(self) -> Any:
+        return list(self.seen)
+
+    def restore(self, saved: Any) -> None:
+        self.seen = list(saved)
+
+    async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
+        self.seen.append((identity, seen_at))

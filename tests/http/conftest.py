@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from adapters.identity.dev_provider import DevIdentityProvider
+from entrypoints.config import Settings
+from entrypoints.container import dev_identity_provider
+from entrypoints.http.app import create_app
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_root) -> Settings:
+    data_dir = tmp_root / "data"
+    return Settings(data_dir=data_dir, public_url="http://testserver.local", max_upload_size=4096)
+
+
+@pytest.fixture(scope="session")
+def idp(settings) -> DevIdentityProvider:
+    return dev_identity_provider(settings)
+
+
+@pytest.fixture(scope="session")
+async def session_client(settings, database) -> AsyncIterator[AsyncTestClient]:
+    async with AsyncTestClient(app=create_app(settings, database)) as client:
+        yield client
+
+
+@pytest.fixture
+async def client(session_client, clean) -> AsyncTestClient:
+    return session_client
+
+
+@dataclass
+class Member:
+    org: str
+    user: str
+    headers: dict[str, str]
+
+
+@pytest.fixture
+def member(idp) -> Callable[..., Member]:
+    def make(org: str = "org_a", user: str = "user_1", role: str = "member", **kw) -> Member:
+        token = idp.issue(user_id=user, org_id=org, role=role, **kw)
+        return Member(org, user, {"Authorization": f"Bearer {token}"})
+
+    return make
+
+
+@pytest.fixture
+def alice(member) -> Member:
+    return member("org_a", "user_alice", "admin", email="alice@a.test")
+
+
+@pytest.fixture
+def bob(member) -> Member:
+    return member("org_b", "user_bob")

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from typing import Any
+
+from litestar.testing import AsyncTestClient
+
+
+async def make_kb(client: AsyncTestClient, who: Any, **body: Any) -> dict[str, Any]:
+    response = await client.post("/kb/manage", json={"name": "Docs", **body}, headers=who.headers)
+    assert response.status_code == 201, response.text
+    return response.json()["knowledgeBase"]
+
+
+async def presign(
+    client: AsyncTestClient,
+    who: Any,
+    name: str = "notes.md",
+    content_type: str = "text/markdown",
+    size: int | None = 5,
+) -> dict[str, Any]:
+    body: dict[str, Any] = {"fileName": name, "contentType": content_type}
+    if size is not None:
+        body["fileSize"] = size
+    response = await client.post("/upload/presigned", json=body, headers=who.headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def association(kb_id: Any, upload: dict[str, Any], **overrides: Any) -> dict[str, Any]:
+    body = {
+        "kbId": kb_id,
+        "fileId": upload["fileId"],
+        "fileName": "notes.md",
+        "fileKey": upload["fileKey"],
+        "contentKey": upload["contentKey"],
+        "contentType": "text/markdown",
+        "fileSize": 5,
+    }
+    body.update(overrides)
+    return {k: v for k, v in body.items() if v is not ...}
+
+
+async def add_file(client: AsyncTestClient, who: Any, kb_id: int) -> dict[str, Any]:
+    upload = await presign(client, who)
+    response = await client.post("/kb/files", json=association(kb_id, upload), headers=who.headers)
+    assert response.status_code == 201, response.text
+    return response.json()["file"]

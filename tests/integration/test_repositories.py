@@ -1,0 +1,148 @@
+"""The Postgres repositories and the pgqueuer job queue against the real database."""
+
+from __future__ import annotations
+
+import json
+import uuid
+
+import pytest
+from sqlalchemy import text
+
+from adapters.postgres.engine import (
+    SqlaUnitOfWork,
+    create_engine,
+    create_session_factory,
+    org_session,
+)
+from adapters.postgres.repositories import (
+    SqlaFileRepository,
+    SqlaKnowledgeBaseRepository,
+    SqlaMemberDirectory,
+)
+from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
+from application.ports.job_queue import Job
+from domain.errors import Conflict
+from domain.files import NewFile, ProcessingStatus
+from domain.identity import Identity
+from domain.knowledge_bases import NewKnowledgeBase
+from tests.fakes import FakeClock
+
+pytestmark = pytest.mark.usefixtures("clean")
+
+
+@pytest.fixture
+async def factory(database):
+    engine = create_engine(database.url, pool_size=2)
+    yield create_session_factory(engine)
+    await engine.dispose()
+
+
+def new_kb(org="org_a", name="Docs"):
+    return NewKnowledgeBase(
+        org_id=org,
+        user_id="u1",
+        name=name,
+        description="",
+        embedding_model="local:m",
+        embedding_dimensions=384,
+        extraction_model=None,
+        extraction_schema={"type": "object"},
+    )
+
+
+def new_file(kb_id, org="org_a", size=10):
+    file_id = str(uuid.uuid4())
+    return NewFile(
+        org_id=org,
+        knowledge_base_id=kb_id,
+        file_id=file_id,
+        file_name="a.md",
+        file_key=f"orgs/{org}/files/{file_id}/a.md",
+        content_key=f"orgs/{org}/files/{file_id}/content.md",
+        content_type="text/markdown",
+        file_size=size,
+        user_metadata={"k": [1, 2]},
+    )
+
+
+async def test_knowledge_base_round_trip_and_summaries(factory):
+    async with org_session(factory, "org_a") as session:
+        kbs, files = SqlaKnowledgeBaseRepository(session), SqlaFileRepository(session)
+        kb = await kbs.add(new_kb())
+        empty = await kbs.add(new_kb(name="Empty"))
+        await files.add(new_file(kb.id, size=10))
+        await files.add(new_file(kb.id, size=None))
+        await session.commit()
+        summaries = await kbs.list_summaries("org_a")
+    assert [s.knowledge_base.name for s in summaries] == ["Empty", "Docs"]
+    empty_summary, docs = summaries
+    assert (empty_summary.file_count, empty_summary.total_size) == (0, 0)
+    assert empty_summary.last_file_uploaded_at is None
+    assert (docs.file_count, docs.total_size, docs.files_in_progress) == (2, 10, 2)
+    assert docs.knowledge_base.extraction_schema == {"type": "object"}
+    assert empty.id != kb.id
+
+
+async def test_files_list_newest_first_and_duplicates_conflict(factory):
+    async with org_session(factory, "org_a") as session:
+        kb = await SqlaKnowledgeBaseRepository(session).add(new_kb())
+        files = SqlaFileRepository(session)
+        first = await files.add(new_file(kb.id))
+        second = await files.add(new_file(kb.id))
+        listed = await files.list_for_knowledge_base("org_a", kb.id)
+        assert [f.id for f in listed] == [second.id, first.id]
+        assert listed[0].processing_status is ProcessingStatus.PARSING
+        assert listed[0].user_metadata == {"k": [1, 2]}
+        duplicate = new_file(kb.id)
+        await files.add(duplicate)
+        with pytest.raises(Conflict):
+            await files.add(duplicate)
+
+
+async def test_repositories_do_not_reach_into_another_organization(factory):
+    async with org_session(factory, "org_a") as session:
+        kb = await SqlaKnowledgeBaseRepository(session).add(new_kb())
+        await session.commit()
+    async with org_session(factory, "org_b") as session:
+        repo = SqlaKnowledgeBaseRepository(session)
+        assert await repo.get("org_b", kb.id) is None
+        # Even asking with the other organization's id, the session's scope hides the row.
+        assert await repo.get("org_a", kb.id) is None
+        await repo.delete("org_a", kb.id)
+        await session.commit()
+    async with org_session(factory, "org_a") as session:
+        assert await SqlaKnowledgeBaseRepository(session).get("org_a", kb.id) is not None
+
+
+async def test_jobs_commit_and_roll_back_with_the_transaction(factory, owner_engine):
+    async with org_session(factory, "org_a") as session:
+        queue = PgQueuerJobQueue(session)
+        await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
+        await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
+        await session.commit()
+        await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 2}))
+        await session.rollback()
+    async with owner_engine.connect() as connection:
+        rows = (await connection.execute(text("SELECT entrypoint, payload FROM pgqueuer"))).all()
+    assert [(r[0], json.loads(r[1])) for r in rows] == [("file.process", {"fileRecordId": 1})]
+
+
+async def test_member_directory_upserts_without_touching_metadata(factory, owner_engine):
+    clock = FakeClock()
+    identity = Identity(user_id="u1", org_id="org_a", role="org:admin", email="a@x.io")
+    async with org_session(factory, "org_a") as session:
+        directory = SqlaMemberDirectory(session)
+        await directory.record_seen(identity, clock.now())
+        await SqlaUnitOfWork(session).commit()
+    async with owner_engine.begin() as connection:
+        await connection.execute(text("UPDATE memberships SET public_metadata = '{\"team\": 1}'"))
+    async with org_session(factory, "org_a") as session:
+        renamed = Identity(user_id="u1", org_id="org_a", role="org:member", first_name="Ada")
+        await SqlaMemberDirectory(session).record_seen(renamed, clock.now())
+        await session.commit()
+        row = (
+            await session.execute(
+                text("SELECT email, first_name, role, public_metadata FROM memberships")
+            )
+        ).one()
+    assert tuple(row) == ("a@x.io", "Ada", "org:member", {"team": 1})

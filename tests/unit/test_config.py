@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from entrypoints.config import ConfigError, Settings
+
+
+def test_defaults_are_the_embedded_development_set_up():
+    settings = Settings.from_env({})
+    assert settings.database_url is None
+    assert settings.data_dir == Path(".agent-platform")
+    assert settings.dev_identity
+    assert settings.effective_public_url == "http://127.0.0.1:8000"
+    assert settings.storage == "local" and settings.log_format == "console"
+
+
+def test_values_are_read():
+    settings = Settings.from_env(
+        {
+            "AP_DATABASE_URL": "postgresql://app@db:5432/ap",
+            "AP_AUTH_JWKS_URL": "https://idp.example/.well-known/jwks.json",
+            "AP_AUTH_ISSUER": "https://idp.example",
+            "AP_AUTH_AUDIENCE": "api, web",
+            "AP_AUTH_AUTHORIZED_PARTIES": "https://app.example",
+            "AP_PUBLIC_URL": "https://api.example/",
+            "AP_LOG_FORMAT": "json",
+            "AP_PORT": "9000",
+        }
+    )
+    assert settings.auth_audience == ("api", "web")
+    assert settings.effective_public_url == "https://api.example"
+    assert not settings.dev_identity and settings.port == 9000
+
+
+def test_every_bad_value_is_named():
+    with pytest.raises(ConfigError) as error:
+        Settings.from_env(
+            {
+                "AP_DATABASE_URL": "mysql://x",
+                "AP_AUTH_JWKS_URL": "ftp://idp",
+                "AP_STORAGE": "floppy",
+                "AP_LOG_FORMAT": "xml",
+                "AP_PORT": "eighty",
+                "AP_AUTH_LEEWAY": "600",
+                "AP_DATABASE_APP_ROLE": "Robert'); DROP",
+            }
+        )
+    text = str(error.value)
+    for name in (
+        "AP_DATABASE_URL",
+        "AP_AUTH_JWKS_URL",
+        "AP_AUTH_ISSUER is required",
+        "AP_STORAGE",
+        "AP_LOG_FORMAT",
+        "AP_PORT",
+        "AP_AUTH_LEEWAY",
+        "AP_DATABASE_APP_ROLE",
+    ):
+        assert name in text
