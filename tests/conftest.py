@@ -4,6 +4,7 @@ touches the database starts from empty tables."""
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -48,6 +49,26 @@ async def owner_engine(database: Database) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database.url, app_role=None, pool_size=2)
     yield engine
     await engine.dispose()
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def s3_endpoint() -> Iterator[str]:
+    """An S3-compatible server (moto in server mode) on loopback, with test credentials."""
+    from moto.moto_server.threaded_moto_server import ThreadedMotoServer
+
+    os.environ.setdefault("AWS_ACCESS_KEY_ID", "test")
+    os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "test")
+    port = free_port()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    yield f"http://127.0.0.1:{port}"
+    server.stop()
 
 
 @pytest.fixture

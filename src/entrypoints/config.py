@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from domain.models import DEFAULT_EMBEDDING_MODEL
 
 LOG_FORMATS = ("console", "json")
-STORAGES = ("local",)
+STORAGES = ("local", "s3")
 
 
 class ConfigError(Exception):
@@ -39,6 +39,11 @@ class Settings:
     auth_authorized_parties: tuple[str, ...] = ()
     auth_leeway: int = 5
     storage: str = "local"
+    s3_bucket: str | None = None
+    s3_endpoint_url: str | None = None
+    s3_region: str = "us-east-1"
+    s3_prefix: str = ""
+    s3_path_style: bool = False
     max_upload_size: int = 100 * 1024 * 1024
     upload_url_ttl: timedelta = field(default_factory=lambda: timedelta(minutes=15))
     default_embedding_model: str = DEFAULT_EMBEDDING_MODEL
@@ -91,6 +96,12 @@ class Settings:
                 problems.append(f"{name}={raw!r} must be a {'/'.join(schemes)} URL")
             return raw
 
+        def flag(name: str) -> bool:
+            raw = (text(name) or "false").lower()
+            if raw not in ("true", "false", "1", "0", "yes", "no"):
+                problems.append(f"{name}={raw!r} must be true or false")
+            return raw in ("true", "1", "yes")
+
         def csv(name: str) -> tuple[str, ...]:
             return tuple(p.strip() for p in (text(name) or "").split(",") if p.strip())
 
@@ -106,6 +117,10 @@ class Settings:
         role = text("AP_DATABASE_APP_ROLE") or "agent_platform_app"
         if not role.replace("_", "").isalnum() or not role.islower() or role[0].isdigit():
             problems.append(f"AP_DATABASE_APP_ROLE={role!r} must be a lower-case SQL identifier")
+        storage = choice("AP_STORAGE", "local", STORAGES)
+        bucket = text("AP_S3_BUCKET")
+        if storage == "s3" and not bucket:
+            problems.append("AP_S3_BUCKET is required when AP_STORAGE=s3")
         settings = cls(
             database_url=database_url,
             database_app_role=role,
@@ -119,7 +134,12 @@ class Settings:
             auth_audience=csv("AP_AUTH_AUDIENCE"),
             auth_authorized_parties=csv("AP_AUTH_AUTHORIZED_PARTIES"),
             auth_leeway=integer("AP_AUTH_LEEWAY", 5, 0, 60),
-            storage=choice("AP_STORAGE", "local", STORAGES),
+            storage=storage,
+            s3_bucket=bucket,
+            s3_endpoint_url=url("AP_S3_ENDPOINT_URL", schemes=("http", "https")),
+            s3_region=text("AP_S3_REGION") or "us-east-1",
+            s3_prefix=text("AP_S3_PREFIX") or "",
+            s3_path_style=flag("AP_S3_PATH_STYLE"),
             max_upload_size=integer("AP_MAX_UPLOAD_SIZE", 100 * 1024 * 1024, 1, 2**40),
             upload_url_ttl=timedelta(seconds=integer("AP_UPLOAD_URL_TTL", 900, 10, 7 * 86400)),
             default_embedding_model=text("AP_DEFAULT_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL,

@@ -38,6 +38,7 @@ from adapters.postgres.repositories import (
 )
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
+from adapters.storage.s3 import S3ObjectStorage, s3_client
 from application.ports.clock import Clock
 from application.ports.file_repository import FileRepository
 from application.ports.job_queue import JobQueue
@@ -139,16 +140,20 @@ class InfrastructureProvider(Provider):
 
     @provide
     def local_storage(self, settings: Settings) -> LocalDiskStorage:
-        data_dir = settings.data_dir.resolve()
-        return LocalDiskStorage(
-            data_dir / "objects",
-            settings.effective_public_url,
-            load_or_create_secret(data_dir / "storage-signing.key"),
-        )
+        return local_disk_storage(settings)
 
     @provide
-    def storage(self, local: LocalDiskStorage) -> ObjectStorage:
-        return local
+    async def storage(self, settings: Settings) -> AsyncIterator[ObjectStorage]:
+        if settings.storage != "s3":
+            yield local_disk_storage(settings)
+            return
+        assert settings.s3_bucket
+        async with s3_client(
+            endpoint_url=settings.s3_endpoint_url,
+            region=settings.s3_region,
+            path_style=settings.s3_path_style,
+        ) as client:
+            yield S3ObjectStorage(client, settings.s3_bucket, settings.s3_prefix)
 
     @provide
     def clock(self) -> Clock:
@@ -230,6 +235,15 @@ class RequestProvider(Provider):
         DeleteFile,
         CreateUpload,
         RecordMemberSeen,
+    )
+
+
+def local_disk_storage(settings: Settings) -> LocalDiskStorage:
+    data_dir = settings.data_dir.resolve()
+    return LocalDiskStorage(
+        data_dir / "objects",
+        settings.effective_public_url,
+        load_or_create_secret(data_dir / "storage-signing.key"),
     )
 
 

@@ -15,6 +15,17 @@ _LEVELS = {
 }
 
 
+class _CurrentStderr:
+    """Writes to whatever `sys.stderr` is at the time of writing, so that a logger configured
+    once keeps working when the stream is swapped (test capture, daemonisation)."""
+
+    def write(self, text: str) -> int:
+        return sys.stderr.write(text)
+
+    def flush(self) -> None:
+        sys.stderr.flush()
+
+
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
@@ -29,11 +40,11 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
-        logger_factory=structlog.WriteLoggerFactory(sys.stderr),
+        logger_factory=structlog.WriteLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     # Libraries that log through the standard library (uvicorn, alembic) share the format.
-    handler = logging.StreamHandler(sys.stderr)
+    handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(
         structlog.stdlib.ProcessorFormatter(
             processors=[structlog.stdlib.ProcessorFormatter.remove_processors_meta, renderer],

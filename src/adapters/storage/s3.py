@@ -1,0 +1,108 @@
+"""Object storage on S3 or any S3-compatible server, through aioboto3.
+
+A signed upload is a presigned `PutObject` URL that binds the key, the content type (a signed
+header) and the expiry. S3 cannot bound the size of a presigned PUT, so the declared size is
+checked again when the object is processed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import aioboto3
+from botocore.config import Config
+from botocore.exceptions import ClientError
+
+from application.ports.object_storage import SignedUpload
+from domain.errors import Invalid, NotFound
+from domain.files import is_safe_key
+
+MAX_PRESIGN_SECONDS = 7 * 24 * 3600
+
+
+class S3ObjectStorage:
+    """`ObjectStorage` in one bucket, optionally below a key prefix."""
+
+    def __init__(self, client: Any, bucket: str, prefix: str = "") -> None:
+        self._client = client
+        self._bucket = bucket
+        self._prefix = prefix.strip("/") + "/" if prefix.strip("/") else ""
+
+    def _key(self, key: str) -> str:
+        if not is_safe_key(key):
+            raise Invalid("Invalid storage key")
+        return self._prefix + key
+
+    async def sign_upload(
+        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+    ) -> SignedUpload:
+        seconds = int((expires_at - datetime.now(UTC)).total_seconds())
+        url = await self._client.generate_presigned_url(
+            "put_object",
+            Params={"Bucket": self._bucket, "Key": self._key(key), "ContentType": content_type},
+            ExpiresIn=max(1, min(seconds, MAX_PRESIGN_SECONDS)),
+            HttpMethod="PUT",
+        )
+        return SignedUpload(
+            url=url, method="PUT", headers={"Content-Type": content_type}, expires_at=expires_at
+        )
+
+    async def put(self, key: str, data: bytes, *, content_type: str) -> None:
+        await self._client.put_object(
+            Bucket=self._bucket, Key=self._key(key), Body=data, ContentType=content_type
+        )
+
+    async def get(self, key: str) -> bytes:
+        try:
+            response = await self._client.get_object(Bucket=self._bucket, Key=self._key(key))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                raise NotFound("Stored object not found") from None
+            raise
+        async with response["Body"] as body:
+            data: bytes = await body.read()
+        return data
+
+    async def exists(self, key: str) -> bool:
+        try:
+            await self._client.head_object(Bucket=self._bucket, Key=self._key(key))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return False
+            raise
+        return True
+
+    async def delete_prefix(self, prefix: str) -> int:
+        if not prefix.endswith("/"):
+            raise Invalid("A prefix must end with /")
+        full = self._key(prefix.rstrip("/")) + "/"
+        deleted = 0
+        paginator = self._client.get_paginator("list_objects_v2")
+        async for page in paginator.paginate(Bucket=self._bucket, Prefix=full):
+            keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+            if keys:
+                await self._client.delete_objects(
+                    Bucket=self._bucket, Delete={"Objects": keys, "Quiet": True}
+                )
+                deleted += len(keys)
+        return deleted
+
+
+@asynccontextmanager
+async def s3_client(
+    *, endpoint_url: str | None, region: str, path_style: bool
+) -> AsyncIterator[Any]:
+    """One long-lived client; credentials come from the standard AWS chain."""
+    session = aioboto3.Session()
+    config = Config(
+        signature_version="s3v4",
+        s3={"addressing_style": "path" if path_style else "auto"},
+        retries={"max_attempts": 5, "mode": "standard"},
+    )
+    async with session.client(
+        "s3", endpoint_url=endpoint_url, region_name=region, config=config
+    ) as client:
+        yield client

@@ -1,0 +1,110 @@
+"""The `agent-platform` commands, run in process against the test database."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from litestar.testing import AsyncTestClient
+
+from entrypoints.cli import main
+from entrypoints.config import Settings
+from entrypoints.database import Database
+from entrypoints.http.app import create_app
+
+
+@pytest.fixture
+def cli_env(monkeypatch, database, tmp_path, clean):
+    monkeypatch.setenv("AP_DATABASE_URL", database.url)
+    monkeypatch.setenv("AP_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("AP_LOG_LEVEL", "warning")
+    return tmp_path
+
+
+def run(capsys, *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_kb_commands_run_the_use_cases(cli_env, capsys, owner_engine, tmp_path):
+    code, out, _ = run(capsys, "kb", "create", "--org", "org_cli", "--name", "Manuals")
+    assert code == 0
+    kb = json.loads(out)
+    assert kb["name"] == "Manuals" and kb["embeddingModel"] == "local:all-MiniLM-L6-v2"
+
+    document = tmp_path / "guide.md"
+    document.write_text("# Guide\n")
+    code, out, _ = run(
+        capsys, "kb", "add-file", str(document), "--kb", str(kb["id"]), "--org", "org_cli"
+    )
+    assert code == 0
+    added = json.loads(out)
+    assert (added["fileName"], added["processingStatus"]) == ("guide.md", "parsing")
+    stored = cli_env / "objects" / "orgs" / "org_cli" / "files" / added["fileId"] / "guide.md"
+    assert stored.read_text() == "# Guide\n"
+
+    code, out, _ = run(capsys, "kb", "list", "--org", "org_cli")
+    assert code == 0 and out.split("\t")[:3] == [str(kb["id"]), "Manuals", "1 file(s)"]
+    code, out, _ = run(capsys, "kb", "list", "--org", "org_other")
+    assert (code, out) == (0, "")
+
+
+def test_kb_errors_are_reported_not_raised(cli_env, capsys, tmp_path):
+    code, _, err = run(
+        capsys, "kb", "create", "--org", "o", "--name", "x", "--embedding-model", "acme:x"
+    )
+    assert code == 1 and "Unknown provider 'acme'" in err
+    code, _, err = run(
+        capsys, "kb", "add-file", str(tmp_path / "missing.pdf"), "--kb", "1", "--org", "o"
+    )
+    assert code == 1 and "cannot read" in err
+    (tmp_path / "a.txt").write_text("x")
+    code, _, err = run(
+        capsys, "kb", "add-file", str(tmp_path / "a.txt"), "--kb", "nope", "--org", "o"
+    )
+    assert code == 1 and "Valid knowledge base ID is required" in err
+
+
+async def test_token_command_prints_a_token_the_service_accepts(cli_env, capsys, database):
+    code, out, _ = run(
+        capsys,
+        "token",
+        "--org",
+        "org_t",
+        "--user",
+        "user_t",
+        "--role",
+        "admin",
+        "--email",
+        "t@example.com",
+        "--ttl",
+        "120",
+    )
+    assert code == 0
+    token = out.strip()
+    settings = Settings(data_dir=cli_env)
+    async with AsyncTestClient(app=create_app(settings, Database(database.url))) as client:
+        response = await client.get("/kb/manage", headers={"Authorization": f"Bearer {token}"})
+        jwks = (await client.get("/.well-known/jwks.json")).json()
+    assert response.status_code == 200
+    assert len(jwks["keys"]) == 1
+
+
+def test_bad_configuration_is_named(monkeypatch, capsys):
+    monkeypatch.setenv("AP_LOG_FORMAT", "xml")
+    monkeypatch.setenv("AP_PORT", "http")
+    code, _, err = run(capsys, "migrate")
+    assert code == 2 and "AP_LOG_FORMAT" in err and "AP_PORT" in err
+
+
+def test_token_refuses_when_an_identity_provider_is_configured(monkeypatch, capsys):
+    monkeypatch.setenv("AP_AUTH_JWKS_URL", "https://idp.example/jwks.json")
+    monkeypatch.setenv("AP_AUTH_ISSUER", "https://idp.example")
+    code, _, err = run(capsys, "token", "--org", "o", "--user", "u")
+    assert code == 2 and "identity provider" in err
+
+
+def test_migrate_command(cli_env, capsys, owner_engine):
+    code, out, _ = run(capsys, "migrate")
+    assert code == 0 and "up to date" in out

@@ -1,0 +1,43 @@
+"""The same upload flow with `AP_STORAGE=s3`: the adapter is swapped by configuration only."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import boto3
+import httpx
+from litestar.testing import AsyncTestClient
+
+from entrypoints.http.app import create_app
+from tests.http.helpers import association, make_kb, presign
+
+
+async def test_upload_flow_on_s3(settings, database, clean, alice, s3_endpoint):
+    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
+        Bucket="ap-http"
+    )
+    s3_settings = dataclasses.replace(
+        settings,
+        storage="s3",
+        s3_bucket="ap-http",
+        s3_endpoint_url=s3_endpoint,
+        s3_path_style=True,
+    )
+    async with AsyncTestClient(app=create_app(s3_settings, database)) as client:
+        kb = await make_kb(client, alice)
+        upload = await presign(client, alice, name="a.md", size=5)
+        assert upload["uploadUrl"].startswith(f"{s3_endpoint}/ap-http/orgs/org_a/files/")
+        async with httpx.AsyncClient() as http:
+            put = await http.put(upload["uploadUrl"], content=b"hello", headers=upload["headers"])
+        assert put.status_code == 200
+        response = await client.post(
+            "/kb/files", json=association(kb["id"], upload, fileName="a.md"), headers=alice.headers
+        )
+        assert response.status_code == 201
+        # The local-disk upload route does not exist when objects live in S3.
+        local = await client.put("/storage/" + upload["fileKey"], content=b"x")
+        assert local.status_code in (404, 405)
+        deleted = await client.delete(f"/kb/manage?kbId={kb['id']}", headers=alice.headers)
+        assert deleted.status_code == 200
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    assert s3.list_objects_v2(Bucket="ap-http").get("KeyCount", 0) == 0
