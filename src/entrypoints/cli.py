@@ -89,7 +89,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _serve(settings, args)
     database = resolve_database(settings)
     if args.command == "migrate":
-        asyncio.run(migrate(database.url))
+        asyncio.run(migrate(database.owner_url))
         print("database schema is up to date")
         return 0
     return asyncio.run(_kb(settings, database, args))
@@ -124,7 +124,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     if overrides:
         settings = Settings(**{**_fields(settings), **overrides})
     database = resolve_database(settings)
-    asyncio.run(migrate(database.url))
+    asyncio.run(migrate(database.owner_url))
     app = create_app(settings, database)
     uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
     return 0
@@ -135,7 +135,7 @@ def _fields(settings: Settings) -> dict[str, Any]:
 
 
 async def _kb(settings: Settings, database: Database, args: argparse.Namespace) -> int:
-    await migrate(database.url)
+    await migrate(database.owner_url)
     container = make_container(settings, database, CliIdentityProvider())
     identity = Identity(user_id=args.user, org_id=args.org, role=ADMIN_ROLE)
     try:

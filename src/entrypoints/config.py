@@ -27,6 +27,7 @@ class ConfigError(Exception):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     database_url: str | None = None
+    database_migration_url: str | None = None
     database_app_role: str = "agent_platform_app"
     database_pool_size: int = 10
     data_dir: Path = Path(".agent-platform")
@@ -109,6 +110,12 @@ class Settings:
             "AP_DATABASE_URL",
             schemes=("postgres", "postgresql", "postgresql+asyncpg"),
         )
+        migration_url = url(
+            "AP_DATABASE_MIGRATION_URL",
+            schemes=("postgres", "postgresql", "postgresql+asyncpg"),
+        )
+        if migration_url and not database_url:
+            problems.append("AP_DATABASE_MIGRATION_URL needs AP_DATABASE_URL as well")
         jwks_url = url("AP_AUTH_JWKS_URL", schemes=("http", "https"))
         issuer = text("AP_AUTH_ISSUER")
         if jwks_url and not issuer:
@@ -123,6 +130,7 @@ class Settings:
             problems.append("AP_S3_BUCKET is required when AP_STORAGE=s3")
         settings = cls(
             database_url=database_url,
+            database_migration_url=migration_url,
             database_app_role=role,
             database_pool_size=integer("AP_DATABASE_POOL_SIZE", 10, 1, 200),
             data_dir=Path(text("AP_DATA_DIR") or ".agent-platform").expanduser(),

@@ -69,3 +69,31 @@ async def test_writing_a_row_of_another_organization_is_refused(factory):
                     "embedding_dimensions) VALUES ('org_b','u','X','local:m',3)"
                 )
             )
+
+
+async def test_a_separate_login_role_works_and_gains_nothing_by_leaving_the_app_role(
+    database, owner_engine
+):
+    """The production set-up: the app logs in as a role that is only a member of the app
+    role; the schema owner runs the migrations."""
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "DO $$ BEGIN IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = 'ap_login') "
+                "THEN CREATE ROLE ap_login LOGIN; END IF; END $$"
+            )
+        )
+        await connection.execute(text("GRANT agent_platform_app TO ap_login"))
+    await seed(owner_engine)
+    login_url = database.url.replace("postgres@", "ap_login@", 1)
+    engine = create_engine(login_url, pool_size=1)
+    try:
+        factory = create_session_factory(engine)
+        async with org_session(factory, "org_a") as session:
+            assert await session.scalar(text("SELECT current_user")) == "agent_platform_app"
+            assert (await session.scalars(text("SELECT name FROM knowledge_bases"))).all() == ["A"]
+            await session.execute(text("RESET ROLE"))
+            assert await session.scalar(text("SELECT current_user")) == "ap_login"
+            assert (await session.scalars(text("SELECT name FROM knowledge_bases"))).all() == ["A"]
+    finally:
+        await engine.dispose()

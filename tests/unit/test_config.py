@@ -59,3 +59,15 @@ def test_every_bad_value_is_named():
         "AP_DATABASE_APP_ROLE",
     ):
         assert name in text
+
+
+def test_migration_url_is_separate_and_needs_the_app_url():
+    settings = Settings.from_env(
+        {
+            "AP_DATABASE_URL": "postgresql://ap_login@db/ap",
+            "AP_DATABASE_MIGRATION_URL": "postgresql://ap_owner@db/ap",
+        }
+    )
+    assert settings.database_migration_url == "postgresql://ap_owner@db/ap"
+    with pytest.raises(ConfigError, match="needs AP_DATABASE_URL"):
+        Settings.from_env({"AP_DATABASE_MIGRATION_URL": "postgresql://ap_owner@db/ap"})
