@@ -25,3 +25,7 @@ lint: $(STAMP)
 
 test: lint
 	$(BIN)/pytest -q -p no:cacheprovider
+
+# Needs wrk (apt-get install wrk); writes its figures to BENCHMARKS.md.
+bench: $(STAMP)
+	$(BIN)/python bench/kb_endpoints.py

@@ -18,7 +18,7 @@ def _run(connection: Connection) -> None:
 
 async def _main() -> None:
     url = context.config.attributes.get("url") or context.config.get_main_option("sqlalchemy.url")
-    engine = create_engine(url, app_role=None, pool_size=1, max_overflow=0)
+    engine = create_engine(url, pool_size=1)
     try:
         async with engine.connect() as connection:
             await connection.run_sync(_run)

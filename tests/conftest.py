@@ -46,7 +46,7 @@ async def database(embedded: Database) -> Database:
 @pytest.fixture(scope="session")
 async def owner_engine(database: Database) -> AsyncIterator[AsyncEngine]:
     """Connects as the tables' owner (a superuser here): for arranging and inspecting."""
-    engine = create_engine(database.url, app_role=None, pool_size=2)
+    engine = create_engine(database.url)
     yield engine
     await engine.dispose()
 

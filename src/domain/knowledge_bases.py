@@ -27,7 +27,7 @@ class KnowledgeBaseStatus(StrEnum):
     ERROR = "error"
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class KnowledgeBase:
     """A named collection of files of one organization, embedded with one model."""
 
@@ -49,7 +49,7 @@ class KnowledgeBase:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(slots=True, kw_only=True)
 class KnowledgeBaseSummary:
     """A knowledge base with the figures computed from its files."""
 

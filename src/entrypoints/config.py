@@ -29,7 +29,7 @@ class Settings:
     database_url: str | None = None
     database_migration_url: str | None = None
     database_app_role: str = "agent_platform_app"
-    database_pool_size: int = 10
+    database_pool_size: int = 20
     data_dir: Path = Path(".agent-platform")
     host: str = "127.0.0.1"
     port: int = 8000
@@ -132,7 +132,7 @@ class Settings:
             database_url=database_url,
             database_migration_url=migration_url,
             database_app_role=role,
-            database_pool_size=integer("AP_DATABASE_POOL_SIZE", 10, 1, 200),
+            database_pool_size=integer("AP_DATABASE_POOL_SIZE", 20, 1, 500),
             data_dir=Path(text("AP_DATA_DIR") or ".agent-platform").expanduser(),
             host=text("AP_HOST") or "127.0.0.1",
             port=integer("AP_PORT", 8000, 1, 65535),

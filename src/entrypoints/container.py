@@ -1,7 +1,7 @@
 """The dishka container: one set of providers behind the HTTP app, the CLI and the worker.
 
-Long-lived clients live at APP scope; the organization-scoped session, the repositories and
-the use cases at REQUEST scope. Tests and other entrypoints pass extra providers to override
+Long-lived clients live at APP scope; the organization-scoped connection, the repositories
+and the use cases at REQUEST scope. Tests and other entrypoints pass extra providers to override
 any of them.
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator
 
+import asyncpg
 import httpx
 from dishka import (
     AsyncContainer,
@@ -20,21 +21,15 @@ from dishka import (
     provide,
     provide_all,
 )
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapters.clock import SystemClock
 from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
-from adapters.postgres.engine import (
-    SqlaUnitOfWork,
-    create_engine,
-    create_session_factory,
-    org_session,
-)
+from adapters.postgres.database import FairGate, OrgConnection, create_pool, org_connection
 from adapters.postgres.repositories import (
-    SqlaFileRepository,
-    SqlaKnowledgeBaseRepository,
-    SqlaMemberDirectory,
+    PgFileRepository,
+    PgKnowledgeBaseRepository,
+    PgMemberDirectory,
 )
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
@@ -84,26 +79,23 @@ class RecentlySeen:
 
 
 class InfrastructureProvider(Provider):
-    """Long-lived clients: database engine, HTTP client, identity, storage, clock."""
+    """Long-lived clients: database pool, HTTP client, identity, storage, clock."""
 
     scope = Scope.APP
     settings = from_context(Settings)
     database = from_context(Database)
 
     @provide
-    async def engine(self, settings: Settings, database: Database) -> AsyncIterator[AsyncEngine]:
-        engine = create_engine(
-            database.url,
-            app_role=settings.database_app_role,
-            pool_size=settings.database_pool_size,
-            max_overflow=settings.database_pool_size,
+    async def pool(self, settings: Settings, database: Database) -> AsyncIterator[asyncpg.Pool]:
+        pool = await create_pool(
+            database.url, app_role=settings.database_app_role, size=settings.database_pool_size
         )
-        yield engine
-        await engine.dispose()
+        yield pool
+        await pool.close()
 
     @provide
-    def session_factory(self, engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
-        return create_session_factory(engine)
+    def gate(self, settings: Settings) -> FairGate:
+        return FairGate(settings.database_pool_size)
 
     @provide
     async def http_client(self) -> AsyncIterator[httpx.AsyncClient]:
@@ -169,43 +161,45 @@ class InfrastructureProvider(Provider):
 
 
 class RequestProvider(Provider):
-    """The organization-scoped session and everything built on it, once per request."""
+    """The organization-scoped connection and everything built on it, once per request."""
 
     scope = Scope.REQUEST
 
     @provide
-    async def session(
-        self, factory: async_sessionmaker[AsyncSession], identity: Identity
-    ) -> AsyncIterator[AsyncSession]:
-        async with org_session(factory, identity.org_id) as session:
-            yield session
+    async def connection(
+        self, pool: asyncpg.Pool, gate: FairGate, identity: Identity
+    ) -> AsyncIterator[OrgConnection]:
+        async with org_connection(pool, identity.org_id, gate) as connection:
+            yield connection
 
     @provide
-    def unit_of_work(self, session: AsyncSession) -> UnitOfWork:
-        return SqlaUnitOfWork(session)
+    def unit_of_work(self, db: OrgConnection) -> UnitOfWork:
+        return db
 
     @provide
-    def knowledge_bases(self, session: AsyncSession) -> KnowledgeBaseRepository:
-        return SqlaKnowledgeBaseRepository(session)
+    def knowledge_bases(self, db: OrgConnection) -> KnowledgeBaseRepository:
+        return PgKnowledgeBaseRepository(db)
 
     @provide
-    def files(self, session: AsyncSession) -> FileRepository:
-        return SqlaFileRepository(session)
+    def files(self, db: OrgConnection) -> FileRepository:
+        return PgFileRepository(db)
 
     @provide
-    def members(self, session: AsyncSession) -> MemberDirectory:
-        return SqlaMemberDirectory(session)
+    def members(self, db: OrgConnection) -> MemberDirectory:
+        return PgMemberDirectory(db)
 
     @provide
-    def jobs(self, session: AsyncSession) -> JobQueue:
-        return PgQueuerJobQueue(session)
+    def jobs(self, db: OrgConnection) -> JobQueue:
+        return PgQueuerJobQueue(db)
 
     @provide
     async def caller(
-        self, identity: Identity, seen: RecentlySeen, record: RecordMemberSeen
+        self, identity: Identity, seen: RecentlySeen, container: AsyncContainer
     ) -> Caller:
         caller = identity.as_caller()
         if not seen.is_fresh(identity):
+            # Resolved only when needed: most requests come from a member seen moments ago.
+            record = await container.get(RecordMemberSeen)
             await record.execute(identity)
             seen.mark(identity)
         return caller

@@ -187,3 +187,21 @@ async def test_an_unreachable_provider_means_unauthorized_not_a_crash():
         )
         with pytest.raises(Unauthenticated):
             await verifier.verify(sign(claims()))
+
+
+async def test_a_verified_token_is_remembered_until_it_expires(server, monkeypatch):
+    server.publish(RSA_KEY, "rsa-1", "RS256")
+    async with httpx.AsyncClient() as client:
+        verifier = JwksTokenVerifier(http_jwks_fetcher(server.url, client), issuer=ISSUER)
+        token = sign(claims(aud=None, azp=None, exp=int(time.time()) + 30))
+        first = await verifier.verify(token)
+        decodes = []
+        original = jwt.decode
+        monkeypatch.setattr(jwt, "decode", lambda *a, **k: decodes.append(1) or original(*a, **k))
+        assert await verifier.verify(token) is first
+        assert decodes == []
+        real_time = time.time
+        monkeypatch.setattr(time, "time", lambda: real_time() + 31)
+        await verifier.verify(token)
+        # Past the token's expiry the cache no longer answers: the token is checked again.
+        assert decodes == [1]

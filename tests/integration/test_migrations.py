@@ -10,7 +10,7 @@ from adapters.postgres.migrations import alembic_config, downgrade, migrate
 
 
 async def tables(url: str) -> set[str]:
-    engine = create_engine(url, app_role=None, pool_size=1)
+    engine = create_engine(url, pool_size=1)
     try:
         async with engine.connect() as connection:
             rows = await connection.execute(
@@ -52,3 +52,31 @@ async def test_every_tenant_table_has_org_id_and_forced_row_level_security(owner
     assert rows
     for name, rls, forced, has_org in rows:
         assert rls and forced and has_org, name
+
+
+async def test_the_models_describe_the_migrated_schema(owner_engine, database):
+    """The advanced-alchemy models are the schema's declaration; migrations must match them."""
+    from advanced_alchemy.base import orm_registry
+    from alembic.autogenerate import compare_metadata
+    from alembic.migration import MigrationContext
+
+    import adapters.postgres.models  # noqa: F401 - registers the tables
+
+    def diff(connection):
+        context = MigrationContext.configure(
+            connection,
+            opts={
+                "include_name": lambda name, kind, _: (
+                    not (
+                        kind == "table"
+                        and (name.startswith("pgqueuer") or name == "alembic_version")
+                    )
+                ),
+                "compare_type": True,
+            },
+        )
+        return compare_metadata(context, orm_registry.metadata)
+
+    async with owner_engine.connect() as connection:
+        differences = await connection.run_sync(diff)
+    assert differences == []

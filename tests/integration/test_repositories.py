@@ -8,16 +8,11 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from adapters.postgres.engine import (
-    SqlaUnitOfWork,
-    create_engine,
-    create_session_factory,
-    org_session,
-)
+from adapters.postgres.database import create_pool, org_connection
 from adapters.postgres.repositories import (
-    SqlaFileRepository,
-    SqlaKnowledgeBaseRepository,
-    SqlaMemberDirectory,
+    PgFileRepository,
+    PgKnowledgeBaseRepository,
+    PgMemberDirectory,
 )
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from application.ports.job_queue import Job
@@ -32,9 +27,9 @@ pytestmark = pytest.mark.usefixtures("clean")
 
 @pytest.fixture
 async def factory(database):
-    engine = create_engine(database.url, pool_size=2)
-    yield create_session_factory(engine)
-    await engine.dispose()
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=2)
+    yield pool
+    await pool.close()
 
 
 def new_kb(org="org_a", name="Docs"):
@@ -66,13 +61,13 @@ def new_file(kb_id, org="org_a", size=10):
 
 
 async def test_knowledge_base_round_trip_and_summaries(factory):
-    async with org_session(factory, "org_a") as session:
-        kbs, files = SqlaKnowledgeBaseRepository(session), SqlaFileRepository(session)
+    async with org_connection(factory, "org_a") as db:
+        kbs, files = PgKnowledgeBaseRepository(db), PgFileRepository(db)
         kb = await kbs.add(new_kb())
         empty = await kbs.add(new_kb(name="Empty"))
         await files.add(new_file(kb.id, size=10))
         await files.add(new_file(kb.id, size=None))
-        await session.commit()
+        await db.commit()
         summaries = await kbs.list_summaries("org_a")
     assert [s.knowledge_base.name for s in summaries] == ["Empty", "Docs"]
     empty_summary, docs = summaries
@@ -84,9 +79,9 @@ async def test_knowledge_base_round_trip_and_summaries(factory):
 
 
 async def test_files_list_newest_first_and_duplicates_conflict(factory):
-    async with org_session(factory, "org_a") as session:
-        kb = await SqlaKnowledgeBaseRepository(session).add(new_kb())
-        files = SqlaFileRepository(session)
+    async with org_connection(factory, "org_a") as db:
+        kb = await PgKnowledgeBaseRepository(db).add(new_kb())
+        files = PgFileRepository(db)
         first = await files.add(new_file(kb.id))
         second = await files.add(new_file(kb.id))
         listed = await files.list_for_knowledge_base("org_a", kb.id)
@@ -100,28 +95,29 @@ async def test_files_list_newest_first_and_duplicates_conflict(factory):
 
 
 async def test_repositories_do_not_reach_into_another_organization(factory):
-    async with org_session(factory, "org_a") as session:
-        kb = await SqlaKnowledgeBaseRepository(session).add(new_kb())
-        await session.commit()
-    async with org_session(factory, "org_b") as session:
-        repo = SqlaKnowledgeBaseRepository(session)
+    async with org_connection(factory, "org_a") as db:
+        kb = await PgKnowledgeBaseRepository(db).add(new_kb())
+        await db.commit()
+    async with org_connection(factory, "org_b") as db:
+        repo = PgKnowledgeBaseRepository(db)
         assert await repo.get("org_b", kb.id) is None
-        # Even asking with the other organization's id, the session's scope hides the row.
+        # Even asking with the other organization's id, the connection's scope hides the row.
         assert await repo.get("org_a", kb.id) is None
         await repo.delete("org_a", kb.id)
-        await session.commit()
-    async with org_session(factory, "org_a") as session:
-        assert await SqlaKnowledgeBaseRepository(session).get("org_a", kb.id) is not None
+        await db.commit()
+    async with org_connection(factory, "org_a") as db:
+        assert await PgKnowledgeBaseRepository(db).get("org_a", kb.id) is not None
 
 
 async def test_jobs_commit_and_roll_back_with_the_transaction(factory, owner_engine):
-    async with org_session(factory, "org_a") as session:
-        queue = PgQueuerJobQueue(session)
+    async with org_connection(factory, "org_a") as db:
+        queue = PgQueuerJobQueue(db)
         await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
         await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
-        await session.commit()
+        await db.commit()
         await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 2}))
-        await session.rollback()
+        await db.rollback()
+        await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 3}))
     async with owner_engine.connect() as connection:
         rows = (await connection.execute(text("SELECT entrypoint, payload FROM pgqueuer"))).all()
     assert [(r[0], json.loads(r[1])) for r in rows] == [("file.process", {"fileRecordId": 1})]
@@ -130,19 +126,15 @@ async def test_jobs_commit_and_roll_back_with_the_transaction(factory, owner_eng
 async def test_member_directory_upserts_without_touching_metadata(factory, owner_engine):
     clock = FakeClock()
     identity = Identity(user_id="u1", org_id="org_a", role="org:admin", email="a@x.io")
-    async with org_session(factory, "org_a") as session:
-        directory = SqlaMemberDirectory(session)
+    async with org_connection(factory, "org_a") as db:
+        directory = PgMemberDirectory(db)
         await directory.record_seen(identity, clock.now())
-        await SqlaUnitOfWork(session).commit()
+        await db.commit()
     async with owner_engine.begin() as connection:
         await connection.execute(text("UPDATE memberships SET public_metadata = '{\"team\": 1}'"))
-    async with org_session(factory, "org_a") as session:
+    async with org_connection(factory, "org_a") as db:
         renamed = Identity(user_id="u1", org_id="org_a", role="org:member", first_name="Ada")
-        await SqlaMemberDirectory(session).record_seen(renamed, clock.now())
-        await session.commit()
-        row = (
-            await session.execute(
-                text("SELECT email, first_name, role, public_metadata FROM memberships")
-            )
-        ).one()
+        await PgMemberDirectory(db).record_seen(renamed, clock.now())
+        await db.commit()
+        (row,) = await db.fetch("SELECT email, first_name, role, public_metadata FROM memberships")
     assert tuple(row) == ("a@x.io", "Ada", "org:member", {"team": 1})

@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError
 
-from adapters.postgres.engine import create_engine, create_session_factory, org_session
+from adapters.postgres.database import FairGate, create_pool, org_connection
 
 pytestmark = pytest.mark.usefixtures("clean")
 
 
 @pytest.fixture
-async def factory(database):
-    engine = create_engine(database.url, pool_size=2)
-    yield create_session_factory(engine)
-    await engine.dispose()
+async def pool(database):
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=2)
+    yield pool
+    await pool.close()
 
 
 async def seed(owner_engine):
@@ -29,46 +31,67 @@ async def seed(owner_engine):
         )
 
 
-async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(factory):
-    async with org_session(factory, "org_a") as session:
-        row = (
-            await session.execute(
-                text(
-                    "SELECT current_user, r.rolsuper, r.rolbypassrls, "
-                    "(SELECT count(*) FROM pg_tables WHERE tableowner = current_user) "
-                    "FROM pg_roles r WHERE r.rolname = current_user"
-                )
-            )
-        ).one()
+async def names(db) -> list[str]:
+    return [r[0] for r in await db.fetch("SELECT name FROM knowledge_bases ORDER BY name")]
+
+
+async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(pool):
+    async with org_connection(pool, "org_a") as db:
+        (row,) = await db.fetch(
+            "SELECT current_user, r.rolsuper, r.rolbypassrls, "
+            "(SELECT count(*) FROM pg_tables WHERE tableowner = current_user) "
+            "FROM pg_roles r WHERE r.rolname = current_user"
+        )
     assert tuple(row) == ("agent_platform_app", False, False, 0)
 
 
-async def test_a_query_without_the_organization_set_returns_no_rows(owner_engine, factory):
+async def test_a_query_without_the_organization_set_returns_no_rows(owner_engine, pool):
     await seed(owner_engine)
-    async with org_session(factory, None) as session:
-        count = await session.scalar(text("SELECT count(*) FROM knowledge_bases"))
-    assert count == 0
+    async with org_connection(pool, None) as db:
+        assert await names(db) == []
+    async with pool.acquire() as raw:
+        # A connection used without org_connection sees nothing either.
+        assert await raw.fetchval("SELECT count(*) FROM knowledge_bases") == 0
 
 
-async def test_a_query_that_forgets_its_filter_sees_only_its_organization(owner_engine, factory):
+async def test_a_query_that_forgets_its_filter_sees_only_its_organization(owner_engine, pool):
     await seed(owner_engine)
-    async with org_session(factory, "org_a") as session:
-        names = (await session.scalars(text("SELECT name FROM knowledge_bases"))).all()
-        await session.commit()
-        # The organization is set again for the transaction that follows the commit.
-        again = (await session.scalars(text("SELECT name FROM knowledge_bases"))).all()
-    assert names == ["A"] and again == ["A"]
+    async with org_connection(pool, "org_a") as db:
+        before = await names(db)
+        await db.begin()
+        inside = await names(db)
+        await db.commit()
+        after = await names(db)
+    assert before == inside == after == ["A"]
 
 
-async def test_writing_a_row_of_another_organization_is_refused(factory):
-    async with org_session(factory, "org_a") as session:
-        with pytest.raises(DBAPIError, match="row-level security"):
-            await session.execute(
-                text(
-                    "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
-                    "embedding_dimensions) VALUES ('org_b','u','X','local:m',3)"
-                )
+async def test_the_organization_never_outlives_its_checkout(owner_engine, pool):
+    await seed(owner_engine)
+    for _ in range(3):
+        async with org_connection(pool, "org_a") as db:
+            assert await names(db) == ["A"]
+        async with pool.acquire() as raw:
+            assert await raw.fetchval("SELECT current_setting('app.org_id', true)") in ("", None)
+            assert await raw.fetchval("SELECT current_user") == "agent_platform_app"
+
+
+async def test_writing_a_row_of_another_organization_is_refused(pool):
+    async with org_connection(pool, "org_a") as db:
+        with pytest.raises(asyncpg.PostgresError, match="row-level security"):
+            await db.execute(
+                "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
+                "embedding_dimensions) VALUES ('org_b','u','X','local:m',3)"
             )
+
+
+async def test_uncommitted_writes_are_rolled_back(owner_engine, pool):
+    async with org_connection(pool, "org_a") as db:
+        await db.execute(
+            "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
+            "embedding_dimensions) VALUES ('org_a','u','X','local:m',3)"
+        )
+    async with owner_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT count(*) FROM knowledge_bases")) == 0
 
 
 async def test_a_separate_login_role_works_and_gains_nothing_by_leaving_the_app_role(
@@ -86,14 +109,38 @@ async def test_a_separate_login_role_works_and_gains_nothing_by_leaving_the_app_
         await connection.execute(text("GRANT agent_platform_app TO ap_login"))
     await seed(owner_engine)
     login_url = database.url.replace("postgres@", "ap_login@", 1)
-    engine = create_engine(login_url, pool_size=1)
+    pool = await create_pool(login_url, app_role="agent_platform_app", size=1)
     try:
-        factory = create_session_factory(engine)
-        async with org_session(factory, "org_a") as session:
-            assert await session.scalar(text("SELECT current_user")) == "agent_platform_app"
-            assert (await session.scalars(text("SELECT name FROM knowledge_bases"))).all() == ["A"]
-            await session.execute(text("RESET ROLE"))
-            assert await session.scalar(text("SELECT current_user")) == "ap_login"
-            assert (await session.scalars(text("SELECT name FROM knowledge_bases"))).all() == ["A"]
+        async with org_connection(pool, "org_a") as db:
+            assert (await db.fetch("SELECT current_user"))[0][0] == "agent_platform_app"
+            assert await names(db) == ["A"]
+            await db.raw.execute("RESET ROLE")
+            assert (await db.fetch("SELECT current_user"))[0][0] == "ap_login"
+            assert await names(db) == ["A"]
     finally:
-        await engine.dispose()
+        await pool.close()
+
+
+async def test_the_gate_admits_in_arrival_order_and_survives_cancellation():
+    gate = FairGate(1)
+    order: list[int] = []
+    release = asyncio.Event()
+
+    async def holder() -> None:
+        async with gate:
+            await release.wait()
+
+    async def waiter(n: int) -> None:
+        async with gate:
+            order.append(n)
+
+    first = asyncio.create_task(holder())
+    await asyncio.sleep(0)
+    tasks = [asyncio.create_task(waiter(n)) for n in range(5)]
+    await asyncio.sleep(0)
+    tasks[2].cancel()
+    release.set()
+    await asyncio.gather(first, *tasks, return_exceptions=True)
+    assert order == [0, 1, 3, 4]
+    async with gate:
+        pass

@@ -3,7 +3,9 @@
 Only RS256 and ES256 are accepted (`none` and HMAC never are); `exp`, `iat` and `sub` are
 required, the issuer must match, the audience and authorized party are checked when
 configured, and clock leeway is capped at 60 seconds. Keys are fetched asynchronously and
-cached; an unknown `kid` triggers at most one refetch per `refetch_interval`.
+cached; an unknown `kid` triggers at most one refetch per `refetch_interval`. A token that
+verified is remembered for at most a minute (never past its `exp`), so a client's burst of
+requests pays for one signature check.
 """
 
 from __future__ import annotations
@@ -24,6 +26,8 @@ from domain.identity import Identity
 
 ALGORITHMS = ("RS256", "ES256")
 MAX_LEEWAY = 60
+VERIFIED_CACHE_SIZE = 4096
+VERIFIED_CACHE_TTL = 60.0
 UNAUTHORIZED = "Unauthorized"
 _ID = re.compile(r"^[A-Za-z0-9_.:@|+=-]{1,128}$")
 log = structlog.get_logger(__name__)
@@ -74,6 +78,7 @@ class JwksTokenVerifier:
         self._keys: dict[str, jwt.PyJWK] = {}
         self._fetched_at = float("-inf")
         self._lock = asyncio.Lock()
+        self._verified: dict[str, tuple[Identity, float]] = {}
 
     async def _refresh(self, *, force: bool) -> None:
         async with self._lock:
@@ -106,6 +111,16 @@ class JwksTokenVerifier:
             raise Unauthenticated(UNAUTHORIZED) from None
 
     async def verify(self, token: str) -> Identity:
+        cached = self._verified.get(token)
+        if cached is not None and time.time() < cached[1]:
+            return cached[0]
+        identity, expires = await self._verify(token)
+        if len(self._verified) >= VERIFIED_CACHE_SIZE:
+            self._verified.pop(next(iter(self._verified)))
+        self._verified[token] = (identity, min(expires, time.time() + VERIFIED_CACHE_TTL))
+        return identity
+
+    async def _verify(self, token: str) -> tuple[Identity, float]:
         try:
             header = jwt.get_unverified_header(token)
         except jwt.PyJWTError:
@@ -140,4 +155,4 @@ class JwksTokenVerifier:
         identity = identity_from_claims(claims)
         if identity.org_id is not None and not _ID.match(identity.org_id):
             raise Unauthenticated(UNAUTHORIZED)
-        return identity
+        return identity, float(claims["exp"])

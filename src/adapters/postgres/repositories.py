@@ -1,284 +1,199 @@
-"""Repositories over the organization-scoped session. Each query also filters by `org_id`:
-row-level security is the second wall, not the only one."""
+"""Repositories on an organization-scoped asyncpg connection.
+
+Each statement also filters by `org_id`: row-level security is the second wall, not the only
+one. Statements are fixed strings built once from column lists, so every value is a bound
+parameter and asyncpg keeps them prepared; rows are read by position.
+"""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from datetime import UTC, datetime
-from typing import Any, cast
+from datetime import datetime
+from typing import Any
 
-from sqlalchemy import Table, delete, func, insert, literal_column, select, update
-from sqlalchemy.dialects.postgresql import insert as pg_insert
-from sqlalchemy.engine import RowMapping
-from sqlalchemy.ext.asyncio import AsyncSession
-
-from adapters.postgres.models import (
-    KnowledgeBaseFileModel,
-    KnowledgeBaseModel,
-    MembershipModel,
-    OrganizationModel,
-)
+from adapters.postgres.database import OrgConnection
 from domain.errors import Conflict
 from domain.files import TERMINAL_STATUSES, KnowledgeBaseFile, NewFile, ProcessingStatus
-from domain.identity import Identity
+from domain.identity import MEMBER_ROLE, Identity
 from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseSummary, NewKnowledgeBase
 
-KB = cast(Table, KnowledgeBaseModel.__table__)
-FILES = cast(Table, KnowledgeBaseFileModel.__table__)
-ORGANIZATIONS = cast(Table, OrganizationModel.__table__)
-MEMBERSHIPS = cast(Table, MembershipModel.__table__)
-_KB_FIELDS = (
-    "name",
-    "description",
-    "embedding_model",
-    "embedding_dimensions",
-    "extraction_model",
-    "extraction_schema",
-    "source",
-    "trigger",
-    "pending_embedding_model",
-    "pending_embedding_dimensions",
-    "reindex_error",
+KB_ORDER = (
+    "id", "org_id", "user_id", "name", "description", "embedding_model", "embedding_dimensions",
+    "extraction_model", "extraction_schema", "source", "trigger", "pending_embedding_model",
+    "pending_embedding_dimensions", "reindex_error", "created_at", "updated_at",
+)  # fmt: skip
+FILE_ORDER = (
+    "id", "org_id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
+    "content_type", "file_size", "processing_status", "processing_error", "image_keys",
+    "user_metadata", "extracted_data", "created_at", "updated_at",
+)  # fmt: skip
+UPDATABLE_KB_FIELDS = frozenset(KB_ORDER[3:14])
+KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
+KB_RETURNING = ", ".join(KB_ORDER)
+FILE_COLUMNS = ", ".join(f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_ORDER)
+FILE_RETURNING = ", ".join(f"{n}::text" if n == "file_id" else n for n in FILE_ORDER)
+TERMINAL = ", ".join(f"'{status.value}'" for status in sorted(TERMINAL_STATUSES))
+
+SUMMARIES = f"""
+    SELECT {KB_COLUMNS}, coalesce(agg.file_count, 0), coalesce(agg.total_size, 0),
+           agg.last_file_uploaded_at, coalesce(agg.files_in_progress, 0)
+    FROM knowledge_bases kb
+    LEFT JOIN (
+        SELECT knowledge_base_id, count(*) AS file_count,
+               sum(file_size) AS total_size, max(created_at) AS last_file_uploaded_at,
+               count(*) FILTER (WHERE processing_status NOT IN ({TERMINAL})) AS files_in_progress
+        FROM knowledge_base_files WHERE org_id = $1 GROUP BY knowledge_base_id
+    ) agg ON agg.knowledge_base_id = kb.id
+    WHERE kb.org_id = $1"""
+LIST_SUMMARIES = SUMMARIES + " ORDER BY kb.created_at DESC, kb.id DESC"
+GET_SUMMARY = SUMMARIES + " AND kb.id = $2"
+GET_KB = f"SELECT {KB_COLUMNS} FROM knowledge_bases kb WHERE kb.org_id = $1 AND kb.id = $2"
+INSERT_KB = f"""
+    INSERT INTO knowledge_bases (org_id, user_id, name, description, embedding_model,
+        embedding_dimensions, extraction_model, extraction_schema)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+    RETURNING {KB_RETURNING}"""
+DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
+LIST_FILES = (
+    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
+    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
 )
+GET_FILE = (
+    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
+    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 AND f.file_id = $3"
+)
+INSERT_FILE = f"""
+    INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, file_key,
+        content_key, content_type, file_size, processing_status, user_metadata)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, '{ProcessingStatus.PARSING.value}', $9)
+    ON CONFLICT ON CONSTRAINT uq_knowledge_base_files_org_file DO NOTHING
+    RETURNING {FILE_RETURNING}"""
+DELETE_FILE = "DELETE FROM knowledge_base_files WHERE org_id = $1 AND id = $2"
+UPSERT_ORGANIZATION = """
+    INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $2, $2)
+    ON CONFLICT (org_id) DO NOTHING"""
+UPSERT_MEMBERSHIP = """
+    INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+        last_sign_in_at, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $7)
+    ON CONFLICT (org_id, user_id) DO UPDATE SET
+        email = coalesce(excluded.email, memberships.email),
+        first_name = coalesce(excluded.first_name, memberships.first_name),
+        last_name = coalesce(excluded.last_name, memberships.last_name),
+        role = excluded.role,
+        last_sign_in_at = excluded.last_sign_in_at,
+        updated_at = excluded.updated_at"""
+_STATUS = {status.value: status for status in ProcessingStatus}
 
 
-def _now() -> datetime:
-    return datetime.now(UTC)
-
-
-def _kb(row: RowMapping) -> KnowledgeBase:
+def _kb(r: Any) -> KnowledgeBase:
     return KnowledgeBase(
-        id=row["id"],
-        org_id=row["org_id"],
-        user_id=row["user_id"],
-        name=row["name"],
-        description=row["description"],
-        embedding_model=row["embedding_model"],
-        embedding_dimensions=row["embedding_dimensions"],
-        extraction_model=row["extraction_model"],
-        extraction_schema=row["extraction_schema"],
-        source=row["source"],
-        trigger=row["trigger"],
-        pending_embedding_model=row["pending_embedding_model"],
-        pending_embedding_dimensions=row["pending_embedding_dimensions"],
-        reindex_error=row["reindex_error"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+        id=r[0], org_id=r[1], user_id=r[2], name=r[3], description=r[4], embedding_model=r[5],
+        embedding_dimensions=r[6], extraction_model=r[7], extraction_schema=r[8], source=r[9],
+        trigger=r[10], pending_embedding_model=r[11], pending_embedding_dimensions=r[12],
+        reindex_error=r[13], created_at=r[14], updated_at=r[15],
+    )  # fmt: skip
 
 
-def _file(row: RowMapping) -> KnowledgeBaseFile:
+def _file(r: Any) -> KnowledgeBaseFile:
     return KnowledgeBaseFile(
-        id=row["id"],
-        org_id=row["org_id"],
-        knowledge_base_id=row["knowledge_base_id"],
-        file_id=str(row["file_id"]),
-        file_name=row["file_name"],
-        file_key=row["file_key"],
-        content_key=row["content_key"],
-        content_type=row["content_type"],
-        file_size=row["file_size"],
-        processing_status=ProcessingStatus(row["processing_status"]),
-        processing_error=row["processing_error"],
-        image_keys=row["image_keys"],
-        user_metadata=row["user_metadata"],
-        extracted_data=row["extracted_data"],
-        created_at=row["created_at"],
-        updated_at=row["updated_at"],
-    )
+        id=r[0], org_id=r[1], knowledge_base_id=r[2], file_id=r[3], file_name=r[4],
+        file_key=r[5], content_key=r[6], content_type=r[7], file_size=r[8],
+        processing_status=_STATUS[r[9]], processing_error=r[10], image_keys=r[11],
+        user_metadata=r[12], extracted_data=r[13], created_at=r[14], updated_at=r[15],
+    )  # fmt: skip
 
 
-class SqlaKnowledgeBaseRepository:
+def _summary(r: Any) -> KnowledgeBaseSummary:
+    return KnowledgeBaseSummary(
+        knowledge_base=_kb(r), file_count=r[16], total_size=int(r[17]),
+        last_file_uploaded_at=r[18], files_in_progress=r[19],
+    )  # fmt: skip
+
+
+class PgKnowledgeBaseRepository:
     """`KnowledgeBaseRepository` in Postgres."""
 
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
+    def __init__(self, db: OrgConnection) -> None:
+        self._db = db
 
     async def add(self, new: NewKnowledgeBase) -> KnowledgeBase:
-        now = _now()
-        stmt = (
-            insert(KB)
-            .values(
-                org_id=new.org_id,
-                user_id=new.user_id,
-                name=new.name,
-                description=new.description,
-                embedding_model=new.embedding_model,
-                embedding_dimensions=new.embedding_dimensions,
-                extraction_model=new.extraction_model,
-                extraction_schema=new.extraction_schema,
-                created_at=now,
-                updated_at=now,
-            )
-            .returning(*KB.c)
-        )
-        return _kb((await self._session.execute(stmt)).mappings().one())
+        (row,) = await self._db.fetch_in_transaction(
+            INSERT_KB, new.org_id, new.user_id, new.name, new.description, new.embedding_model,
+            new.embedding_dimensions, new.extraction_model, new.extraction_schema,
+        )  # fmt: skip
+        return _kb(row)
 
     async def get(
         self, org_id: str, kb_id: int, *, for_update: bool = False
     ) -> KnowledgeBase | None:
-        stmt = select(KB).where(KB.c.org_id == org_id, KB.c.id == kb_id)
         if for_update:
-            stmt = stmt.with_for_update()
-        row = (await self._session.execute(stmt)).mappings().one_or_none()
-        return _kb(row) if row else None
-
-    def _summaries(self, org_id: str) -> Any:
-        in_progress = func.count().filter(
-            FILES.c.processing_status.not_in([s.value for s in TERMINAL_STATUSES])
-        )
-        figures = (
-            select(
-                FILES.c.knowledge_base_id,
-                func.count().label("file_count"),
-                func.coalesce(func.sum(FILES.c.file_size), 0).label("total_size"),
-                func.max(FILES.c.created_at).label("last_file_uploaded_at"),
-                in_progress.label("files_in_progress"),
-            )
-            .where(FILES.c.org_id == org_id)
-            .group_by(FILES.c.knowledge_base_id)
-            .subquery()
-        )
-        return (
-            select(
-                KB,
-                func.coalesce(figures.c.file_count, 0).label("file_count"),
-                func.coalesce(figures.c.total_size, 0).label("total_size"),
-                figures.c.last_file_uploaded_at,
-                func.coalesce(figures.c.files_in_progress, 0).label("files_in_progress"),
-            )
-            .outerjoin(figures, figures.c.knowledge_base_id == KB.c.id)
-            .where(KB.c.org_id == org_id)
-        )
-
-    @staticmethod
-    def _summary(row: RowMapping) -> KnowledgeBaseSummary:
-        return KnowledgeBaseSummary(
-            knowledge_base=_kb(row),
-            file_count=int(row["file_count"]),
-            total_size=int(row["total_size"]),
-            last_file_uploaded_at=row["last_file_uploaded_at"],
-            files_in_progress=int(row["files_in_progress"]),
-        )
+            rows = await self._db.fetch_in_transaction(GET_KB + " FOR UPDATE", org_id, kb_id)
+        else:
+            rows = await self._db.fetch(GET_KB, org_id, kb_id)
+        return _kb(rows[0]) if rows else None
 
     async def list_summaries(self, org_id: str) -> list[KnowledgeBaseSummary]:
-        stmt = self._summaries(org_id).order_by(KB.c.created_at.desc(), KB.c.id.desc())
-        return [self._summary(r) for r in (await self._session.execute(stmt)).mappings()]
+        return [_summary(r) for r in await self._db.fetch(LIST_SUMMARIES, org_id)]
 
     async def get_summary(self, org_id: str, kb_id: int) -> KnowledgeBaseSummary | None:
-        stmt = self._summaries(org_id).where(KB.c.id == kb_id)
-        row = (await self._session.execute(stmt)).mappings().one_or_none()
-        return self._summary(row) if row else None
+        rows = await self._db.fetch(GET_SUMMARY, org_id, kb_id)
+        return _summary(rows[0]) if rows else None
 
     async def update(self, org_id: str, kb_id: int, changes: Mapping[str, Any]) -> KnowledgeBase:
-        unknown = set(changes) - set(_KB_FIELDS)
+        unknown = set(changes) - UPDATABLE_KB_FIELDS
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
-        stmt = (
-            update(KB)
-            .where(KB.c.org_id == org_id, KB.c.id == kb_id)
-            .values(**changes, updated_at=_now())
-            .returning(*KB.c)
+        names = list(changes)
+        assignments = ", ".join(f"{name} = ${i}" for i, name in enumerate(names, start=3))
+        sql = (
+            f"UPDATE knowledge_bases SET {assignments}, updated_at = now() "
+            f"WHERE org_id = $1 AND id = $2 RETURNING {KB_RETURNING}"
         )
-        return _kb((await self._session.execute(stmt)).mappings().one())
+        (row,) = await self._db.fetch_in_transaction(sql, org_id, kb_id, *changes.values())
+        return _kb(row)
 
     async def delete(self, org_id: str, kb_id: int) -> None:
-        await self._session.execute(delete(KB).where(KB.c.org_id == org_id, KB.c.id == kb_id))
+        await self._db.execute(DELETE_KB, org_id, kb_id)
 
 
-class SqlaFileRepository:
+class PgFileRepository:
     """`FileRepository` in Postgres."""
 
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
+    def __init__(self, db: OrgConnection) -> None:
+        self._db = db
 
     async def add(self, new: NewFile) -> KnowledgeBaseFile:
-        now = _now()
-        stmt = (
-            pg_insert(FILES)
-            .values(
-                org_id=new.org_id,
-                knowledge_base_id=new.knowledge_base_id,
-                file_id=uuid.UUID(new.file_id),
-                file_name=new.file_name,
-                file_key=new.file_key,
-                content_key=new.content_key,
-                content_type=new.content_type,
-                file_size=new.file_size,
-                processing_status=ProcessingStatus.PARSING.value,
-                user_metadata=new.user_metadata,
-                created_at=now,
-                updated_at=now,
-            )
-            .on_conflict_do_nothing(constraint="uq_knowledge_base_files_org_file")
-            .returning(*FILES.c)
-        )
-        row = (await self._session.execute(stmt)).mappings().one_or_none()
-        if row is None:
+        rows = await self._db.fetch_in_transaction(
+            INSERT_FILE, new.org_id, new.knowledge_base_id, uuid.UUID(new.file_id), new.file_name,
+            new.file_key, new.content_key, new.content_type, new.file_size, new.user_metadata,
+        )  # fmt: skip
+        if not rows:
             raise Conflict("This file is already associated with a knowledge base")
-        return _file(row)
+        return _file(rows[0])
 
     async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
-        stmt = (
-            select(FILES)
-            .where(FILES.c.org_id == org_id, FILES.c.knowledge_base_id == kb_id)
-            .order_by(FILES.c.created_at.desc(), FILES.c.id.desc())
-        )
-        return [_file(r) for r in (await self._session.execute(stmt)).mappings()]
+        return [_file(r) for r in await self._db.fetch(LIST_FILES, org_id, kb_id)]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
-        stmt = select(FILES).where(
-            FILES.c.org_id == org_id,
-            FILES.c.knowledge_base_id == kb_id,
-            FILES.c.file_id == uuid.UUID(file_id),
-        )
-        row = (await self._session.execute(stmt)).mappings().one_or_none()
-        return _file(row) if row else None
+        rows = await self._db.fetch(GET_FILE, org_id, kb_id, uuid.UUID(file_id))
+        return _file(rows[0]) if rows else None
 
     async def delete(self, org_id: str, record_id: int) -> None:
-        await self._session.execute(
-            delete(FILES).where(FILES.c.org_id == org_id, FILES.c.id == record_id)
-        )
+        await self._db.execute(DELETE_FILE, org_id, record_id)
 
 
-class SqlaMemberDirectory:
+class PgMemberDirectory:
     """`MemberDirectory` in Postgres: upserts of the organization and the membership."""
 
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
+    def __init__(self, db: OrgConnection) -> None:
+        self._db = db
 
     async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
         assert identity.org_id
-        orgs, members = ORGANIZATIONS, MEMBERSHIPS
-        await self._session.execute(
-            pg_insert(orgs)
-            .values(org_id=identity.org_id, settings={}, created_at=seen_at, updated_at=seen_at)
-            .on_conflict_do_nothing(index_elements=["org_id"])
-        )
-        excluded = pg_insert(members).excluded
-        stmt = pg_insert(members).values(
-            org_id=identity.org_id,
-            user_id=identity.user_id,
-            email=identity.email,
-            first_name=identity.first_name,
-            last_name=identity.last_name,
-            role=identity.role or "org:member",
-            public_metadata={},
-            last_sign_in_at=seen_at,
-            created_at=seen_at,
-            updated_at=seen_at,
-        )
-        await self._session.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["org_id", "user_id"],
-                set_={
-                    "email": func.coalesce(excluded.email, members.c.email),
-                    "first_name": func.coalesce(excluded.first_name, members.c.first_name),
-                    "last_name": func.coalesce(excluded.last_name, members.c.last_name),
-                    "role": excluded.role,
-                    "last_sign_in_at": excluded.last_sign_in_at,
-                    "updated_at": literal_column("now()"),
-                },
-            )
-        )
+        await self._db.execute(UPSERT_ORGANIZATION, identity.org_id, seen_at)
+        await self._db.execute(
+            UPSERT_MEMBERSHIP, identity.org_id, identity.user_id, identity.email,
+            identity.first_name, identity.last_name, identity.role or MEMBER_ROLE, seen_at,
+        )  # fmt: skip

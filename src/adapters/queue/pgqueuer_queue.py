@@ -6,21 +6,20 @@ import json
 
 from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
 from pgqueuer.queries import Queries
-from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapters.postgres.database import OrgConnection
 from application.ports.job_queue import Job
 
 
 class PgQueuerJobQueue:
-    """`JobQueue` whose jobs commit or roll back with the session's transaction."""
+    """`JobQueue` whose jobs commit or roll back with the unit of work's transaction."""
 
-    def __init__(self, session: AsyncSession) -> None:
-        self._session = session
+    def __init__(self, db: OrgConnection) -> None:
+        self._db = db
 
     async def enqueue(self, job: Job) -> None:
-        connection = await self._session.connection()
-        raw = await connection.get_raw_connection()
-        queries = Queries(AsyncpgDriver(raw.driver_connection))
+        await self._db.begin()
+        queries = Queries(AsyncpgDriver(self._db.raw))
         await queries.enqueue(
             job.kind,
             json.dumps(job.payload, separators=(",", ":")).encode(),

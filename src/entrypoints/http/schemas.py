@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from msgspec import UNSET, Struct, UnsetType
+from msgspec import UNSET, Struct, UnsetType, convert
 
 from application.use_cases.create_upload import PreparedUpload
 from domain.files import KnowledgeBaseFile
@@ -143,23 +143,12 @@ class KnowledgeBaseFileOut(Camel):
 
     @classmethod
     def of(cls, f: KnowledgeBaseFile) -> KnowledgeBaseFileOut:
-        return cls(
-            id=f.id,
-            knowledge_base_id=f.knowledge_base_id,
-            file_id=f.file_id,
-            file_name=f.file_name,
-            file_key=f.file_key,
-            content_key=f.content_key,
-            content_type=f.content_type,
-            file_size=f.file_size,
-            processing_status=f.processing_status.value,
-            processing_error=f.processing_error,
-            image_keys=f.image_keys,
-            user_metadata=f.user_metadata,
-            extracted_data=f.extracted_data,
-            created_at=f.created_at,
-            updated_at=f.updated_at,
-        )
+        return convert(f, cls, from_attributes=True)
+
+    @classmethod
+    def of_all(cls, files: list[KnowledgeBaseFile]) -> list[KnowledgeBaseFileOut]:
+        """The same conversion, in one call for a whole listing."""
+        return convert(files, list[cls], from_attributes=True)  # type: ignore[valid-type]
 
 
 class FileResponse(Camel):

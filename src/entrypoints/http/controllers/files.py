@@ -63,7 +63,7 @@ class FileController(Controller):
         kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
     ) -> FileListResponse:
         files = await use_case.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
-        return FileListResponse(success=True, files=[KnowledgeBaseFileOut.of(f) for f in files])
+        return FileListResponse(success=True, files=KnowledgeBaseFileOut.of_all(files))
 
     @delete(status_code=200, responses=errors(400, 403, 404), summary="Remove a file")
     @inject

@@ -1,0 +1,174 @@
+"""The application's connection pool and its organization-scoped connections (asyncpg).
+
+Every pooled connection acts as the app role (owns no table, cannot bypass row-level
+security). A checkout first sets `app.org_id` for the whole session, so every statement it
+runs, inside a transaction or not, sees only that organization's rows; asyncpg's reset on
+release (`RESET ALL`, and ROLLBACK of anything left open) clears it before the connection
+serves anyone else. Reads run without a transaction; the first write or lock opens one, and
+nothing is kept unless the use case commits.
+
+SQLAlchemy is used for the schema (models, Alembic); the request path talks to asyncpg
+directly because SQLAlchemy's transaction and result layers cost more than the queries.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections import deque
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import asyncpg
+import msgspec
+
+DEFAULT_APP_ROLE = "agent_platform_app"
+_ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+_json_encoder = msgspec.json.Encoder()
+
+
+def asyncpg_dsn(url: str) -> str:
+    """A libpq-style DSN from a SQLAlchemy or plain Postgres URL."""
+    for prefix in ("postgresql+asyncpg://", "postgresql+psycopg://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql://" + url[len(prefix) :]
+    return url
+
+
+def _encode_json(value: Any) -> str:
+    return _json_encoder.encode(value).decode()
+
+
+async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.Pool:
+    """A pool of `size` connections, each switched to `app_role` and decoding JSON with
+    msgspec; `app_role=None` keeps the login role (tests that inspect as the owner)."""
+    if app_role is not None and not _ROLE_NAME.match(app_role):
+        raise ValueError(f"invalid database role name: {app_role!r}")
+
+    async def init(connection: asyncpg.Connection) -> None:
+        for kind in ("json", "jsonb"):
+            await connection.set_type_codec(
+                kind,
+                encoder=_encode_json,
+                decoder=msgspec.json.decode,
+                schema="pg_catalog",
+            )
+        if app_role is not None:
+            await connection.execute(f'SET ROLE "{app_role}"')
+
+    pool: asyncpg.Pool = await asyncpg.create_pool(
+        asyncpg_dsn(url), min_size=1, max_size=size, init=init
+    )
+    return pool
+
+
+class FairGate:
+    """Admits at most `size` requests to the database at once, first come first served.
+
+    A pool hands a released connection to whichever task asks next, so under load a waiting
+    request can lose its turn again and again (seconds of tail latency). Queuing here, in
+    front of a pool of the same size, keeps every wait in arrival order.
+    """
+
+    def __init__(self, size: int) -> None:
+        self._free = size
+        self._waiters: deque[asyncio.Future[None]] = deque()
+
+    async def __aenter__(self) -> None:
+        if self._free > 0 and not self._waiters:
+            self._free -= 1
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._release()
+            else:
+                self._waiters.remove(waiter)
+            raise
+
+    async def __aexit__(self, *_: object) -> None:
+        self._release()
+
+    def _release(self) -> None:
+        while self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+        self._free += 1
+
+
+class OrgConnection:
+    """One pooled connection scoped to an organization; the `UnitOfWork` of a request."""
+
+    def __init__(self, connection: asyncpg.Connection) -> None:
+        self._connection = connection
+        self._transaction: Any = None
+
+    @property
+    def raw(self) -> asyncpg.Connection:
+        return self._connection
+
+    @property
+    def in_transaction(self) -> bool:
+        return self._transaction is not None
+
+    async def begin(self) -> None:
+        """Open a transaction unless one is open; writes and locks call this first."""
+        if self._transaction is None:
+            transaction = self._connection.transaction()
+            await transaction.start()
+            self._transaction = transaction
+
+    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        rows: list[asyncpg.Record] = await self._connection.fetch(sql, *args)
+        return rows
+
+    async def fetch_in_transaction(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+        await self.begin()
+        return await self.fetch(sql, *args)
+
+    async def execute(self, sql: str, *args: Any) -> str:
+        await self.begin()
+        status: str = await self._connection.execute(sql, *args)
+        return status
+
+    async def commit(self) -> None:
+        if self._transaction is not None:
+            transaction, self._transaction = self._transaction, None
+            await transaction.commit()
+
+    async def rollback(self) -> None:
+        if self._transaction is not None:
+            transaction, self._transaction = self._transaction, None
+            await transaction.rollback()
+
+
+@asynccontextmanager
+async def org_connection(
+    pool: asyncpg.Pool, org_id: str | None, gate: FairGate | None = None
+) -> AsyncIterator[OrgConnection]:
+    """A connection that sees only `org_id`'s rows (none when it is None) until released;
+    whatever was not committed is rolled back."""
+    async with gate or _NO_GATE, pool.acquire() as connection:
+        await connection.execute("SELECT set_config('app.org_id', $1, false)", org_id or "")
+        scoped = OrgConnection(connection)
+        try:
+            yield scoped
+        finally:
+            await scoped.rollback()
+
+
+class _NoGate:
+    async def __aenter__(self) -> None:
+        return None
+
+    async def __aexit__(self, *_: object) -> None:
+        return None
+
+
+_NO_GATE = _NoGate()
