@@ -9,10 +9,12 @@ import tempfile
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
+import asyncpg
 import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapters.postgres.database import create_pool
 from adapters.postgres.embedded import start_embedded_postgres
 from adapters.postgres.engine import create_engine
 from adapters.postgres.migrations import migrate
@@ -49,6 +51,14 @@ async def owner_engine(database: Database) -> AsyncIterator[AsyncEngine]:
     engine = create_engine(database.url)
     yield engine
     await engine.dispose()
+
+
+@pytest.fixture
+async def app_pool(database) -> AsyncIterator[asyncpg.Pool]:
+    """A small pool acting as the app role, as the service's own pool does."""
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=2)
+    yield pool
+    await pool.close()
 
 
 def free_port() -> int:

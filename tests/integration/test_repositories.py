@@ -8,7 +8,7 @@ import uuid
 import pytest
 from sqlalchemy import text
 
-from adapters.postgres.database import create_pool, org_connection
+from adapters.postgres.database import org_connection
 from adapters.postgres.repositories import (
     PgFileRepository,
     PgKnowledgeBaseRepository,
@@ -23,13 +23,6 @@ from domain.knowledge_bases import NewKnowledgeBase
 from tests.fakes import FakeClock
 
 pytestmark = pytest.mark.usefixtures("clean")
-
-
-@pytest.fixture
-async def factory(database):
-    pool = await create_pool(database.url, app_role="agent_platform_app", size=2)
-    yield pool
-    await pool.close()
 
 
 def new_kb(org="org_a", name="Docs"):
@@ -60,8 +53,8 @@ def new_file(kb_id, org="org_a", size=10):
     )
 
 
-async def test_knowledge_base_round_trip_and_summaries(factory):
-    async with org_connection(factory, "org_a") as db:
+async def test_knowledge_base_round_trip_and_summaries(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         kbs, files = PgKnowledgeBaseRepository(db), PgFileRepository(db)
         kb = await kbs.add(new_kb())
         empty = await kbs.add(new_kb(name="Empty"))
@@ -78,8 +71,8 @@ async def test_knowledge_base_round_trip_and_summaries(factory):
     assert empty.id != kb.id
 
 
-async def test_files_list_newest_first_and_duplicates_conflict(factory):
-    async with org_connection(factory, "org_a") as db:
+async def test_files_list_newest_first_and_duplicates_conflict(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         kb = await PgKnowledgeBaseRepository(db).add(new_kb())
         files = PgFileRepository(db)
         first = await files.add(new_file(kb.id))
@@ -94,23 +87,23 @@ async def test_files_list_newest_first_and_duplicates_conflict(factory):
             await files.add(duplicate)
 
 
-async def test_repositories_do_not_reach_into_another_organization(factory):
-    async with org_connection(factory, "org_a") as db:
+async def test_repositories_do_not_reach_into_another_organization(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         kb = await PgKnowledgeBaseRepository(db).add(new_kb())
         await db.commit()
-    async with org_connection(factory, "org_b") as db:
+    async with org_connection(app_pool, "org_b") as db:
         repo = PgKnowledgeBaseRepository(db)
         assert await repo.get("org_b", kb.id) is None
         # Even asking with the other organization's id, the connection's scope hides the row.
         assert await repo.get("org_a", kb.id) is None
         await repo.delete("org_a", kb.id)
         await db.commit()
-    async with org_connection(factory, "org_a") as db:
+    async with org_connection(app_pool, "org_a") as db:
         assert await PgKnowledgeBaseRepository(db).get("org_a", kb.id) is not None
 
 
-async def test_jobs_commit_and_roll_back_with_the_transaction(factory, owner_engine):
-    async with org_connection(factory, "org_a") as db:
+async def test_jobs_commit_and_roll_back_with_the_transaction(app_pool, owner_engine):
+    async with org_connection(app_pool, "org_a") as db:
         queue = PgQueuerJobQueue(db)
         await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
         await queue.enqueue(Job(kind="file.process", payload={"fileRecordId": 1}, dedupe_key="a"))
@@ -123,16 +116,16 @@ async def test_jobs_commit_and_roll_back_with_the_transaction(factory, owner_eng
     assert [(r[0], json.loads(r[1])) for r in rows] == [("file.process", {"fileRecordId": 1})]
 
 
-async def test_member_directory_upserts_without_touching_metadata(factory, owner_engine):
+async def test_member_directory_upserts_without_touching_metadata(app_pool, owner_engine):
     clock = FakeClock()
     identity = Identity(user_id="u1", org_id="org_a", role="org:admin", email="a@x.io")
-    async with org_connection(factory, "org_a") as db:
+    async with org_connection(app_pool, "org_a") as db:
         directory = PgMemberDirectory(db)
         await directory.record_seen(identity, clock.now())
         await db.commit()
     async with owner_engine.begin() as connection:
         await connection.execute(text("UPDATE memberships SET public_metadata = '{\"team\": 1}'"))
-    async with org_connection(factory, "org_a") as db:
+    async with org_connection(app_pool, "org_a") as db:
         renamed = Identity(user_id="u1", org_id="org_a", role="org:member", first_name="Ada")
         await PgMemberDirectory(db).record_seen(renamed, clock.now())
         await db.commit()

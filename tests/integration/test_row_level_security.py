@@ -13,13 +13,6 @@ from adapters.postgres.database import FairGate, create_pool, org_connection
 pytestmark = pytest.mark.usefixtures("clean")
 
 
-@pytest.fixture
-async def pool(database):
-    pool = await create_pool(database.url, app_role="agent_platform_app", size=2)
-    yield pool
-    await pool.close()
-
-
 async def seed(owner_engine):
     async with owner_engine.begin() as connection:
         await connection.execute(
@@ -35,8 +28,8 @@ async def names(db) -> list[str]:
     return [r[0] for r in await db.fetch("SELECT name FROM knowledge_bases ORDER BY name")]
 
 
-async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(pool):
-    async with org_connection(pool, "org_a") as db:
+async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         (row,) = await db.fetch(
             "SELECT current_user, r.rolsuper, r.rolbypassrls, "
             "(SELECT count(*) FROM pg_tables WHERE tableowner = current_user) "
@@ -45,18 +38,18 @@ async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(pool):
     assert tuple(row) == ("agent_platform_app", False, False, 0)
 
 
-async def test_a_query_without_the_organization_set_returns_no_rows(owner_engine, pool):
+async def test_a_query_without_the_organization_set_returns_no_rows(owner_engine, app_pool):
     await seed(owner_engine)
-    async with org_connection(pool, None) as db:
+    async with org_connection(app_pool, None) as db:
         assert await names(db) == []
-    async with pool.acquire() as raw:
+    async with app_pool.acquire() as raw:
         # A connection used without org_connection sees nothing either.
         assert await raw.fetchval("SELECT count(*) FROM knowledge_bases") == 0
 
 
-async def test_a_query_that_forgets_its_filter_sees_only_its_organization(owner_engine, pool):
+async def test_a_query_that_forgets_its_filter_sees_only_its_organization(owner_engine, app_pool):
     await seed(owner_engine)
-    async with org_connection(pool, "org_a") as db:
+    async with org_connection(app_pool, "org_a") as db:
         before = await names(db)
         await db.begin()
         inside = await names(db)
@@ -65,18 +58,18 @@ async def test_a_query_that_forgets_its_filter_sees_only_its_organization(owner_
     assert before == inside == after == ["A"]
 
 
-async def test_the_organization_never_outlives_its_checkout(owner_engine, pool):
+async def test_the_organization_never_outlives_its_checkout(owner_engine, app_pool):
     await seed(owner_engine)
     for _ in range(3):
-        async with org_connection(pool, "org_a") as db:
+        async with org_connection(app_pool, "org_a") as db:
             assert await names(db) == ["A"]
-        async with pool.acquire() as raw:
+        async with app_pool.acquire() as raw:
             assert await raw.fetchval("SELECT current_setting('app.org_id', true)") in ("", None)
             assert await raw.fetchval("SELECT current_user") == "agent_platform_app"
 
 
-async def test_writing_a_row_of_another_organization_is_refused(pool):
-    async with org_connection(pool, "org_a") as db:
+async def test_writing_a_row_of_another_organization_is_refused(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         with pytest.raises(asyncpg.PostgresError, match="row-level security"):
             await db.execute(
                 "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
@@ -84,8 +77,8 @@ async def test_writing_a_row_of_another_organization_is_refused(pool):
             )
 
 
-async def test_uncommitted_writes_are_rolled_back(owner_engine, pool):
-    async with org_connection(pool, "org_a") as db:
+async def test_uncommitted_writes_are_rolled_back(owner_engine, app_pool):
+    async with org_connection(app_pool, "org_a") as db:
         await db.execute(
             "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
             "embedding_dimensions) VALUES ('org_a','u','X','local:m',3)"
@@ -109,16 +102,16 @@ async def test_a_separate_login_role_works_and_gains_nothing_by_leaving_the_app_
         await connection.execute(text("GRANT agent_platform_app TO ap_login"))
     await seed(owner_engine)
     login_url = database.url.replace("postgres@", "ap_login@", 1)
-    pool = await create_pool(login_url, app_role="agent_platform_app", size=1)
+    login_pool = await create_pool(login_url, app_role="agent_platform_app", size=1)
     try:
-        async with org_connection(pool, "org_a") as db:
+        async with org_connection(login_pool, "org_a") as db:
             assert (await db.fetch("SELECT current_user"))[0][0] == "agent_platform_app"
             assert await names(db) == ["A"]
             await db.raw.execute("RESET ROLE")
             assert (await db.fetch("SELECT current_user"))[0][0] == "ap_login"
             assert await names(db) == ["A"]
     finally:
-        await pool.close()
+        await login_pool.close()
 
 
 async def test_the_gate_admits_in_arrival_order_and_survives_cancellation():
