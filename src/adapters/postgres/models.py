@@ -1,4 +1,6 @@
-"""SQLAlchemy models. Every table carries `org_id`; row-level security filters on it."""
+"""The schema's declaration as advanced-alchemy models. Every table carries `org_id`, which
+row-level security filters on. The migrations create this schema (a test compares the two);
+the request path reads and writes it with SQL on asyncpg (see `repositories`)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dishka import Provider, Scope, provide
+import asyncpg
+from dishka import AsyncContainer, Provider, Scope, provide
 from dishka.integrations.litestar import LitestarProvider, setup_dishka
 from litestar import Litestar, Request
 from litestar.middleware import DefineMiddleware
@@ -13,6 +14,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
+from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
 from entrypoints.config import Settings
@@ -41,6 +43,14 @@ class HttpIdentityProvider(LitestarProvider):
         return user
 
 
+async def _warm_up(app: Litestar) -> None:
+    """Open the database pool and build the token verifier before the first request, so that
+    a database or configuration problem stops start-up instead of failing requests."""
+    container: AsyncContainer = app.state.dishka_container
+    await container.get(asyncpg.Pool)
+    await container.get(TokenVerifier)
+
+
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
     """The Litestar app with its container; `providers` override any default adapter."""
     container = make_container(settings, database, HttpIdentityProvider(), *providers)
@@ -63,6 +73,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
             ),
             security=[{"BearerToken": []}],
         ),
+        on_startup=[_warm_up],
         on_shutdown=[container.close],
         debug=False,
         logging_config=None,

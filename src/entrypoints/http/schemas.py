@@ -11,7 +11,6 @@ from application.use_cases.create_upload import PreparedUpload
 from domain.files import KnowledgeBaseFile
 from domain.knowledge_bases import KnowledgeBaseSummary
 from domain.values import UNSET as DOMAIN_UNSET
-from domain.values import Unset
 
 Loose = int | float | str | bool | None
 """An id as the client sent it; the use case decides whether it is valid, with the spec's
@@ -198,6 +197,3 @@ class UploadReceipt(Camel):
     success: bool
     file_key: str
     size: int
-
-
-__all__ = ["Unset"]
