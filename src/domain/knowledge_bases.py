@@ -8,6 +8,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from domain.errors import Invalid, field_error
 from domain.models import CHAT_PROVIDERS, parse_model_ref
 
@@ -47,6 +48,8 @@ class KnowledgeBase:
     reindex_error: str | None
     created_at: datetime
     updated_at: datetime
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
 
 
 @dataclass(slots=True, kw_only=True)
@@ -83,6 +86,8 @@ class NewKnowledgeBase:
     embedding_dimensions: int
     extraction_model: str | None
     extraction_schema: dict[str, Any] | None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
 
 
 def validate_name(value: object) -> str:

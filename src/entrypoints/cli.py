@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import gc
 import json
 import mimetypes
@@ -31,6 +32,7 @@ from entrypoints.config import ConfigError, Settings
 from entrypoints.container import dev_identity_provider, make_container
 from entrypoints.database import Database, resolve_database
 from entrypoints.logging import configure_logging
+from entrypoints.worker import build_worker
 
 
 class CliIdentityProvider(Provider):
@@ -48,6 +50,11 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, help="listen port (default AP_PORT or 8000)")
 
     commands.add_parser("migrate", help="upgrade the database schema")
+
+    worker = commands.add_parser("worker", help="process queued jobs (file processing)")
+    worker.add_argument(
+        "--concurrency", type=int, help="jobs at once (default AP_WORKER_CONCURRENCY or 2)"
+    )
 
     token = commands.add_parser("token", help="print a development bearer token")
     token.add_argument("--org", required=True, help="organization id")
@@ -89,6 +96,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _token(settings, args)
     if args.command == "serve":
         return _serve(settings, args)
+    if args.command == "worker":
+        return _worker(settings, args.concurrency)
     database = resolve_database(settings)
     if args.command == "migrate":
         asyncio.run(migrate(database.owner_url))
@@ -136,7 +145,43 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM once it has shut down gracefully; exiting normally instead lets
     # the exit hooks run, which stop the embedded database.
     signal.signal(signal.SIGTERM, _exit_normally)
-    uvicorn.run(app, host=settings.host, port=settings.port, log_config=None, access_log=False)
+    config = uvicorn.Config(
+        app, host=settings.host, port=settings.port, log_config=None, access_log=False
+    )
+    asyncio.run(_serve_with_worker(uvicorn.Server(config), settings, database))
+    return 0
+
+
+async def _serve_with_worker(server: Any, settings: Settings, database: Database) -> None:
+    """Serve HTTP; on the embedded default, process jobs in the same process too."""
+    if not settings.worker_in_process:
+        await server.serve()
+        return
+    worker, container = build_worker(settings, database)
+    running = asyncio.create_task(worker.run())
+    try:
+        await server.serve()
+    finally:
+        worker.stop()
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(running, timeout=30)
+        await container.close()
+
+
+def _worker(settings: Settings, concurrency: int | None) -> int:
+    database = resolve_database(settings)
+    worker, container = build_worker(settings, database, concurrency=concurrency)
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, worker.stop)
+        try:
+            await worker.run()
+        finally:
+            await container.close()
+
+    asyncio.run(run())
     return 0
 
 

@@ -50,6 +50,11 @@ class Settings:
     default_embedding_model: str = DEFAULT_EMBEDDING_MODEL
     log_format: str = "console"
     log_level: str = "info"
+    worker_in_process: bool = True
+    worker_concurrency: int = 2
+    openai_base_url: str = "https://api.openai.com/v1"
+    openai_api_key: str | None = None
+    extract_max_pages: int = 1000
 
     @property
     def effective_public_url(self) -> str:
@@ -153,6 +158,16 @@ class Settings:
             default_embedding_model=text("AP_DEFAULT_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL,
             log_format=choice("AP_LOG_FORMAT", "console", LOG_FORMATS),
             log_level=choice("AP_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),
+            worker_in_process=(
+                flag("AP_WORKER_IN_PROCESS")
+                if text("AP_WORKER_IN_PROCESS")
+                else database_url is None
+            ),
+            worker_concurrency=integer("AP_WORKER_CONCURRENCY", 2, 1, 64),
+            openai_base_url=url("AP_OPENAI_BASE_URL", schemes=("http", "https"))
+            or "https://api.openai.com/v1",
+            openai_api_key=text("AP_OPENAI_API_KEY"),
+            extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
         )
         if problems:
             raise ConfigError(problems)

@@ -22,9 +22,13 @@ from dishka import (
     provide_all,
 )
 
+from adapters.chunking.llama_index_chunker import LlamaIndexChunker
 from adapters.clock import SystemClock
+from adapters.embeddings.registry import DefaultEmbedderRegistry
+from adapters.extraction.extractor import FileTextExtractor
 from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
+from adapters.postgres.chunks import PgChunkRepository
 from adapters.postgres.database import FairGate, OrgConnection, create_pool, org_connection
 from adapters.postgres.repositories import (
     PgFileRepository,
@@ -34,12 +38,16 @@ from adapters.postgres.repositories import (
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
 from adapters.storage.s3 import S3ObjectStorage, s3_client
+from application.ports.chunk_repository import ChunkRepository
+from application.ports.chunker import Chunker
 from application.ports.clock import Clock
+from application.ports.embedder import EmbedderRegistry
 from application.ports.file_repository import FileRepository
 from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.member_directory import MemberDirectory
 from application.ports.object_storage import ObjectStorage
+from application.ports.text_extractor import TextExtractor
 from application.ports.token_verifier import TokenVerifier
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.associate_file import AssociateFile
@@ -49,8 +57,12 @@ from application.use_cases.delete_file import DeleteFile
 from application.use_cases.delete_knowledge_base import DeleteKnowledgeBase
 from application.use_cases.list_files import ListFiles
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases
+from application.use_cases.process_file import ProcessFile, ProcessingLimits
 from application.use_cases.record_member_seen import RecordMemberSeen
+from application.use_cases.reprocess_file import ReprocessFile
+from application.use_cases.search_knowledge_base import SearchKnowledgeBase
 from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
+from domain.extraction import ExtractionLimits
 from domain.identity import Caller, Identity
 from domain.uploads import UploadPolicy
 from entrypoints.config import Settings
@@ -159,6 +171,29 @@ class InfrastructureProvider(Provider):
     def recently_seen(self) -> RecentlySeen:
         return RecentlySeen()
 
+    @provide
+    def extractor(self) -> TextExtractor:
+        return FileTextExtractor()
+
+    @provide
+    def chunker(self) -> Chunker:
+        return LlamaIndexChunker()
+
+    @provide
+    def embedders(self, settings: Settings, client: httpx.AsyncClient) -> EmbedderRegistry:
+        return DefaultEmbedderRegistry(
+            http_client=client,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=settings.openai_api_key,
+        )
+
+    @provide
+    def processing_limits(self, settings: Settings) -> ProcessingLimits:
+        return ProcessingLimits(
+            max_object_size=settings.max_upload_size,
+            extraction=ExtractionLimits(max_pages=settings.extract_max_pages),
+        )
+
 
 class RequestProvider(Provider):
     """The organization-scoped connection and everything built on it, once per request."""
@@ -191,6 +226,10 @@ class RequestProvider(Provider):
     @provide
     def jobs(self, db: OrgConnection) -> JobQueue:
         return PgQueuerJobQueue(db)
+
+    @provide
+    def chunks(self, db: OrgConnection) -> ChunkRepository:
+        return PgChunkRepository(db)
 
     @provide
     async def caller(
@@ -229,6 +268,9 @@ class RequestProvider(Provider):
         DeleteFile,
         CreateUpload,
         RecordMemberSeen,
+        ProcessFile,
+        SearchKnowledgeBase,
+        ReprocessFile,
     )
 
 

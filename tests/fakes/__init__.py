@@ -229,3 +229,45 @@ class FakeMemberDirectory:
 
     async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
         self.seen.append((identity, seen_at))
+
+
+class HashingEmbedder:
+    """A deterministic embedder for fast tests: a normalised bag of hashed words, so texts
+    sharing words are close. Can be told to fail."""
+
+    def __init__(self, dimensions: int = 384, failure: Exception | None = None) -> None:
+        self._dimensions = dimensions
+        self.failure = failure
+        self.calls = 0
+
+    @property
+    def dimensions(self) -> int:
+        return self._dimensions
+
+    async def embed(self, texts):
+        self.calls += 1
+        if self.failure is not None:
+            raise self.failure
+        import hashlib
+        import math
+        import re
+
+        vectors = []
+        for text in texts:
+            vector = [0.0] * self._dimensions
+            for word in re.findall(r"\w+", text.lower()):
+                digest = hashlib.blake2b(word.encode(), digest_size=4).digest()
+                vector[int.from_bytes(digest, "big") % self._dimensions] += 1.0
+            norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+            vectors.append([v / norm for v in vector])
+        return vectors
+
+
+class FakeEmbedderRegistry:
+    def __init__(self, embedder: HashingEmbedder | None = None) -> None:
+        self.embedder = embedder or HashingEmbedder()
+
+    def get(self, model: str, dimensions: int) -> HashingEmbedder:
+        if dimensions != self.embedder.dimensions:
+            return HashingEmbedder(dimensions, self.embedder.failure)
+        return self.embedder

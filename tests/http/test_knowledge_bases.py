@@ -24,6 +24,8 @@ KB_FIELDS = {
     "lastFileUploadedAt",
     "totalSize",
     "status",
+    "chunkSize",
+    "chunkOverlap",
 }
 
 
@@ -62,6 +64,8 @@ async def test_create_returns_201_with_the_spec_fields(client, alice):
         ({"name": "x", "embeddingDimensions": 1536}, "produces 384-dimensional embeddings"),
         ({"name": "x", "embeddingModel": "openai:custom"}, "embeddingDimensions is required"),
         ({"name": "x", "extractionSchema": {"type": "string"}}, "must describe an object"),
+        ({"name": "x", "chunkSize": 10}, "chunkSize must be between 32 and 8192"),
+        ({"name": "x", "chunkSize": 100, "chunkOverlap": 50}, "chunkOverlap must be at least 0"),
     ],
 )
 async def test_create_refuses_bad_input(client, alice, owner_engine, body, message):
@@ -100,6 +104,11 @@ async def test_patch_changes_the_fields_sent(client, alice):
     changed = response.json()["knowledgeBase"]
     assert (changed["name"], changed["description"]) == ("Renamed", "keep")
     assert changed["updatedAt"] >= kb["updatedAt"]
+    resized = await client.patch(
+        "/kb/manage", json={"kbId": kb["id"], "chunkSize": 512}, headers=alice.headers
+    )
+    assert (resized.json()["knowledgeBase"]["chunkSize"], kb["chunkSize"]) == (512, 256)
+    assert resized.json()["knowledgeBase"]["chunkOverlap"] == 32
 
 
 async def test_patch_embedding_model_with_files_goes_reindexing(client, alice, owner_engine):

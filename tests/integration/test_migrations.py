@@ -75,7 +75,15 @@ async def test_the_models_describe_the_migrated_schema(owner_engine, database):
                 "compare_type": True,
             },
         )
-        return compare_metadata(context, orm_registry.metadata)
+        return [
+            change
+            for change in compare_metadata(context, orm_registry.metadata)
+            # One HNSW index per dimension count, created on demand: not part of the models.
+            if not (
+                change[0] == "remove_index"
+                and str(change[1].name).startswith("ix_chunks_embedding_")
+            )
+        ]
 
     async with owner_engine.connect() as connection:
         differences = await connection.run_sync(diff)

@@ -22,10 +22,17 @@ from typing import Any
 
 import asyncpg
 import msgspec
+from pgvector.asyncpg import register_vector
 
 DEFAULT_APP_ROLE = "agent_platform_app"
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _json_encoder = msgspec.json.Encoder()
+# The organization, and pgvector's iterative index scans, so that a search filtered to one
+# organization's knowledge bases still finds its top k; session-level, cleared on release.
+SCOPE = (
+    "SELECT set_config('app.org_id', $1, false), "
+    "set_config('hnsw.iterative_scan', 'relaxed_order', false)"
+)
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -37,6 +44,10 @@ def asyncpg_dsn(url: str) -> str:
 
 
 def _encode_json(value: Any) -> str:
+    # asyncpg's convention, which libraries sharing the connection (pgqueuer) rely on: a str
+    # is JSON text already. Our own columns are bound as dicts and lists.
+    if isinstance(value, str):
+        return value
     return _json_encoder.encode(value).decode()
 
 
@@ -56,6 +67,7 @@ async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.P
             )
         if app_role is not None:
             await connection.execute(f'SET ROLE "{app_role}"')
+        await register_vector(connection)
 
     pool: asyncpg.Pool = await asyncpg.create_pool(
         asyncpg_dsn(url), min_size=1, max_size=size, init=init
@@ -155,7 +167,7 @@ async def org_connection(
     """A connection that sees only `org_id`'s rows (none when it is None) until released;
     whatever was not committed is rolled back."""
     async with gate or _NO_GATE, pool.acquire() as connection:
-        await connection.execute("SELECT set_config('app.org_id', $1, false)", org_id or "")
+        await connection.execute(SCOPE, org_id or "")
         scoped = OrgConnection(connection)
         try:
             yield scoped

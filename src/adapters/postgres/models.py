@@ -11,17 +11,22 @@ from typing import Any
 from advanced_alchemy.base import DefaultBase, IdentityAuditBase
 from advanced_alchemy.mixins import AuditColumns
 from advanced_alchemy.types import DateTimeUTC, JsonB
+from pgvector.sqlalchemy import Vector
 from sqlalchemy import (
     BigInteger,
+    CheckConstraint,
+    Computed,
     ForeignKey,
+    Identity,
     Index,
     Integer,
     String,
     Text,
     UniqueConstraint,
+    func,
 )
 from sqlalchemy import Uuid as SaUuid
-from sqlalchemy.dialects.postgresql import ARRAY
+from sqlalchemy.dialects.postgresql import ARRAY, TSVECTOR
 from sqlalchemy.orm import Mapped, mapped_column
 
 
@@ -64,6 +69,8 @@ class KnowledgeBaseModel(IdentityAuditBase):
     pending_embedding_model: Mapped[str | None] = mapped_column(String(255))
     pending_embedding_dimensions: Mapped[int | None] = mapped_column(Integer)
     reindex_error: Mapped[str | None] = mapped_column(Text)
+    chunk_size: Mapped[int] = mapped_column(Integer, server_default="256")
+    chunk_overlap: Mapped[int] = mapped_column(Integer, server_default="32")
 
 
 class KnowledgeBaseFileModel(IdentityAuditBase):
@@ -88,3 +95,40 @@ class KnowledgeBaseFileModel(IdentityAuditBase):
     image_keys: Mapped[list[str] | None] = mapped_column(ARRAY(Text))
     user_metadata: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
     extracted_data: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
+    processing_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+class ChunkModel(DefaultBase):
+    """A passage of a file with its embedding. `embedding` has no fixed dimension count: each
+    count has its own partial HNSW index (see migration 0002)."""
+
+    __tablename__ = "chunks"
+    __table_args__ = (
+        Index("ix_chunks_scope", "org_id", "knowledge_base_id", "embedding_model"),
+        Index("ix_chunks_file", "file_record_id", "embedding_model"),
+        Index("ix_chunks_tsv", "tsv", postgresql_using="gin"),
+        CheckConstraint("vector_dims(embedding) = dimensions", name="ck_chunks_dimensions"),
+    )
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(start=1, increment=1), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(128))
+    knowledge_base_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("knowledge_bases.id", ondelete="CASCADE")
+    )
+    file_record_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("knowledge_base_files.id", ondelete="CASCADE")
+    )
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    page_number: Mapped[int | None] = mapped_column(Integer)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    embedding: Mapped[Any] = mapped_column(Vector())
+    tsv: Mapped[Any] = mapped_column(
+        TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)
+    )
+    created_at: Mapped[dt.datetime] = mapped_column(
+        DateTimeUTC(timezone=True), server_default=func.now()
+    )

@@ -21,14 +21,15 @@ from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseSummary, NewKnowl
 KB_ORDER = (
     "id", "org_id", "user_id", "name", "description", "embedding_model", "embedding_dimensions",
     "extraction_model", "extraction_schema", "source", "trigger", "pending_embedding_model",
-    "pending_embedding_dimensions", "reindex_error", "created_at", "updated_at",
+    "pending_embedding_dimensions", "reindex_error", "created_at", "updated_at", "chunk_size",
+    "chunk_overlap",
 )  # fmt: skip
 FILE_ORDER = (
     "id", "org_id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
     "content_type", "file_size", "processing_status", "processing_error", "image_keys",
     "user_metadata", "extracted_data", "created_at", "updated_at",
 )  # fmt: skip
-UPDATABLE_KB_FIELDS = frozenset(KB_ORDER[3:14])
+UPDATABLE_KB_FIELDS = frozenset(KB_ORDER) - {"id", "org_id", "user_id", "created_at", "updated_at"}
 KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
 KB_RETURNING = ", ".join(KB_ORDER)
 FILE_COLUMNS = ", ".join(f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_ORDER)
@@ -51,8 +52,8 @@ GET_SUMMARY = SUMMARIES + " AND kb.id = $2"
 GET_KB = f"SELECT {KB_COLUMNS} FROM knowledge_bases kb WHERE kb.org_id = $1 AND kb.id = $2"
 INSERT_KB = f"""
     INSERT INTO knowledge_bases (org_id, user_id, name, description, embedding_model,
-        embedding_dimensions, extraction_model, extraction_schema)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
+        embedding_dimensions, extraction_model, extraction_schema, chunk_size, chunk_overlap)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
     RETURNING {KB_RETURNING}"""
 DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
 LIST_FILES = (
@@ -70,6 +71,24 @@ INSERT_FILE = f"""
     ON CONFLICT ON CONSTRAINT uq_knowledge_base_files_org_file DO NOTHING
     RETURNING {FILE_RETURNING}"""
 DELETE_FILE = "DELETE FROM knowledge_base_files WHERE org_id = $1 AND id = $2"
+GET_FILE_BY_ID = (
+    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f WHERE f.org_id = $1 AND f.id = $2"
+)
+BEGIN_ATTEMPT = """
+    UPDATE knowledge_base_files SET processing_attempts = processing_attempts + 1,
+        updated_at = now()
+    WHERE org_id = $1 AND id = $2 RETURNING processing_attempts"""
+SET_STATUS = """
+    UPDATE knowledge_base_files SET processing_status = $3, processing_error = $4,
+        updated_at = now()
+    WHERE org_id = $1 AND id = $2"""
+SET_IMAGES = """
+    UPDATE knowledge_base_files SET image_keys = $3, updated_at = now()
+    WHERE org_id = $1 AND id = $2"""
+RESTART = """
+    UPDATE knowledge_base_files SET processing_status = 'parsing', processing_error = NULL,
+        processing_attempts = 0, updated_at = now()
+    WHERE org_id = $1 AND id = $2"""
 UPSERT_ORGANIZATION = """
     INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $2, $2)
     ON CONFLICT (org_id) DO NOTHING"""
@@ -92,7 +111,8 @@ def _kb(r: Any) -> KnowledgeBase:
         id=r[0], org_id=r[1], user_id=r[2], name=r[3], description=r[4], embedding_model=r[5],
         embedding_dimensions=r[6], extraction_model=r[7], extraction_schema=r[8], source=r[9],
         trigger=r[10], pending_embedding_model=r[11], pending_embedding_dimensions=r[12],
-        reindex_error=r[13], created_at=r[14], updated_at=r[15],
+        reindex_error=r[13], created_at=r[14], updated_at=r[15], chunk_size=r[16],
+        chunk_overlap=r[17],
     )  # fmt: skip
 
 
@@ -107,8 +127,8 @@ def _file(r: Any) -> KnowledgeBaseFile:
 
 def _summary(r: Any) -> KnowledgeBaseSummary:
     return KnowledgeBaseSummary(
-        knowledge_base=_kb(r), file_count=r[16], total_size=int(r[17]),
-        last_file_uploaded_at=r[18], files_in_progress=r[19],
+        knowledge_base=_kb(r), file_count=r[18], total_size=int(r[19]),
+        last_file_uploaded_at=r[20], files_in_progress=r[21],
     )  # fmt: skip
 
 
@@ -121,7 +141,8 @@ class PgKnowledgeBaseRepository:
     async def add(self, new: NewKnowledgeBase) -> KnowledgeBase:
         (row,) = await self._db.fetch_in_transaction(
             INSERT_KB, new.org_id, new.user_id, new.name, new.description, new.embedding_model,
-            new.embedding_dimensions, new.extraction_model, new.extraction_schema,
+            new.embedding_dimensions, new.extraction_model, new.extraction_schema, new.chunk_size,
+            new.chunk_overlap,
         )  # fmt: skip
         return _kb(row)
 
@@ -182,6 +203,25 @@ class PgFileRepository:
 
     async def delete(self, org_id: str, record_id: int) -> None:
         await self._db.execute(DELETE_FILE, org_id, record_id)
+
+    async def get_by_id(self, org_id: str, record_id: int) -> KnowledgeBaseFile | None:
+        rows = await self._db.fetch(GET_FILE_BY_ID, org_id, record_id)
+        return _file(rows[0]) if rows else None
+
+    async def begin_attempt(self, org_id: str, record_id: int) -> int:
+        (row,) = await self._db.fetch_in_transaction(BEGIN_ATTEMPT, org_id, record_id)
+        return int(row[0])
+
+    async def set_status(
+        self, org_id: str, record_id: int, status: ProcessingStatus, error: str | None = None
+    ) -> None:
+        await self._db.execute(SET_STATUS, org_id, record_id, status.value, error)
+
+    async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
+        await self._db.execute(SET_IMAGES, org_id, record_id, keys)
+
+    async def restart(self, org_id: str, record_id: int) -> None:
+        await self._db.execute(RESTART, org_id, record_id)
 
 
 class PgMemberDirectory:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from domain.files import KnowledgeBaseFile, NewFile
+from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
 
 
 class FileRepository(Protocol):
@@ -24,5 +24,28 @@ class FileRepository(Protocol):
         ...
 
     async def delete(self, org_id: str, record_id: int) -> None:
-        """Delete one file record (and, in later stages, its chunks)."""
+        """Delete one file record and, with it, its chunks."""
+        ...
+
+    async def get_by_id(self, org_id: str, record_id: int) -> KnowledgeBaseFile | None:
+        """One file by its record id, or None."""
+        ...
+
+    async def begin_attempt(self, org_id: str, record_id: int) -> int:
+        """Count one more processing run of the file and return the count (durable once
+        committed, so a file that keeps killing its worker can be stopped)."""
+        ...
+
+    async def set_status(
+        self, org_id: str, record_id: int, status: ProcessingStatus, error: str | None = None
+    ) -> None:
+        """Move the file to `status`; `error` is its `processingError` (None clears it)."""
+        ...
+
+    async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
+        """Record the storage keys of the file's images (PDF pages, or the image itself)."""
+        ...
+
+    async def restart(self, org_id: str, record_id: int) -> None:
+        """Put the file back to `parsing` with no error and no attempts, for reprocessing."""
         ...

@@ -5,6 +5,7 @@ from typing import Any
 
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
+from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, validate_chunking
 from domain.identity import Caller
 from domain.knowledge_bases import (
     KnowledgeBaseSummary,
@@ -26,6 +27,8 @@ class CreateKnowledgeBaseCommand:
     embedding_dimensions: object = None
     extraction_model: object = None
     extraction_schema: object = None
+    chunk_size: object = None
+    chunk_overlap: object = None
 
 
 class CreateKnowledgeBase:
@@ -34,7 +37,9 @@ class CreateKnowledgeBase:
     Rules: the name is required (1 to 200 characters, trimmed); the embedding model defaults to
     the deployment's default and must name a known provider; its dimension count is filled in
     for known models and must match them; an unlisted OpenAI-compatible model needs its
-    dimension count; the extraction model and schema are optional. The creator is recorded.
+    dimension count; the extraction model and schema are optional; chunk size (32 to 8192
+    tokens, default 256) and overlap (under half the size, default 32) shape how its files are
+    split. The creator is recorded.
     """
 
     def __init__(
@@ -57,6 +62,10 @@ class CreateKnowledgeBase:
             command.embedding_dimensions,
         )
         schema: dict[str, Any] | None = validate_extraction_schema(command.extraction_schema)
+        chunk_size, chunk_overlap = validate_chunking(
+            DEFAULT_CHUNK_SIZE if command.chunk_size is None else command.chunk_size,
+            DEFAULT_CHUNK_OVERLAP if command.chunk_overlap is None else command.chunk_overlap,
+        )
         kb = await self._knowledge_bases.add(
             NewKnowledgeBase(
                 org_id=command.caller.org_id,
@@ -67,6 +76,8 @@ class CreateKnowledgeBase:
                 embedding_dimensions=dimensions,
                 extraction_model=validate_extraction_model(command.extraction_model),
                 extraction_schema=schema,
+                chunk_size=chunk_size,
+                chunk_overlap=chunk_overlap,
             )
         )
         await self._uow.commit()

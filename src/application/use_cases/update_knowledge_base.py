@@ -6,6 +6,7 @@ from typing import Any
 from application.ports.job_queue import REEMBED_KNOWLEDGE_BASE, Job, JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
+from domain.chunks import validate_chunking
 from domain.errors import NotFound
 from domain.identity import Caller
 from domain.ids import parse_positive_id
@@ -32,12 +33,15 @@ class UpdateKnowledgeBaseCommand:
     embedding_dimensions: object | Unset = UNSET
     extraction_model: object | Unset = UNSET
     extraction_schema: object | Unset = UNSET
+    chunk_size: object | Unset = UNSET
+    chunk_overlap: object | Unset = UNSET
 
 
 class UpdateKnowledgeBase:
     """Change the fields the caller sent; fields not sent stay as they are.
 
-    Rules: the same validation as creation; `null` clears the extraction model or schema.
+    Rules: the same validation as creation; `null` clears the extraction model or schema. New
+    chunking settings apply to files processed from then on (reprocess a file to re-split it).
     Changing the embedding model of a knowledge base without files takes effect at once. With
     files, the new model is recorded as pending and a re-embedding job is queued: search keeps
     answering from the current index and the status is `reindexing` until the job swaps it in.
@@ -77,6 +81,16 @@ class UpdateKnowledgeBase:
         kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
         if kb is None:
             raise NotFound(KB_NOT_FOUND)
+        if not isinstance(command.chunk_size, Unset) or not isinstance(
+            command.chunk_overlap, Unset
+        ):
+            size = kb.chunk_size if isinstance(command.chunk_size, Unset) else command.chunk_size
+            overlap = (
+                kb.chunk_overlap
+                if isinstance(command.chunk_overlap, Unset)
+                else command.chunk_overlap
+            )
+            changes["chunk_size"], changes["chunk_overlap"] = validate_chunking(size, overlap)
         if new_model is not None and new_model != (kb.embedding_model, kb.embedding_dimensions):
             summary = await self._knowledge_bases.get_summary(org_id, kb_id)
             if summary is not None and summary.file_count > 0:

@@ -22,6 +22,7 @@ from entrypoints.container import make_container
 from entrypoints.database import Database
 from entrypoints.http.controllers.files import FileController
 from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
+from entrypoints.http.controllers.search import search_knowledge_bases
 from entrypoints.http.controllers.system import health, jwks
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload
 from entrypoints.http.errors import EXCEPTION_HANDLERS
@@ -54,7 +55,14 @@ async def _warm_up(app: Litestar) -> None:
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
     """The Litestar app with its container; `providers` override any default adapter."""
     container = make_container(settings, database, HttpIdentityProvider(), *providers)
-    handlers: list[Any] = [KnowledgeBaseController, FileController, presign_upload, health, jwks]
+    handlers: list[Any] = [
+        KnowledgeBaseController,
+        FileController,
+        search_knowledge_bases,
+        presign_upload,
+        health,
+        jwks,
+    ]
     if settings.storage == "local":
         handlers.append(receive_upload)
     app = Litestar(

@@ -46,6 +46,8 @@ class CreateKnowledgeBaseBody(Camel):
     embedding_dimensions: int | None = None
     extraction_model: str | None = None
     extraction_schema: dict[str, Any] | None = None
+    chunk_size: int | None = None
+    chunk_overlap: int | None = None
 
 
 class UpdateKnowledgeBaseBody(Camel):
@@ -56,6 +58,8 @@ class UpdateKnowledgeBaseBody(Camel):
     embedding_dimensions: int | UnsetType | None = UNSET
     extraction_model: str | UnsetType | None = UNSET
     extraction_schema: dict[str, Any] | UnsetType | None = UNSET
+    chunk_size: int | UnsetType = UNSET
+    chunk_overlap: int | UnsetType = UNSET
 
 
 class KnowledgeBaseOut(Camel):
@@ -75,6 +79,8 @@ class KnowledgeBaseOut(Camel):
     last_file_uploaded_at: datetime | None
     total_size: int
     status: str
+    chunk_size: int
+    chunk_overlap: int
 
     @classmethod
     def of(cls, summary: KnowledgeBaseSummary) -> KnowledgeBaseOut:
@@ -96,6 +102,8 @@ class KnowledgeBaseOut(Camel):
             last_file_uploaded_at=summary.last_file_uploaded_at,
             total_size=summary.total_size,
             status=summary.status.value,
+            chunk_size=kb.chunk_size,
+            chunk_overlap=kb.chunk_overlap,
         )
 
 
@@ -158,6 +166,33 @@ class FileResponse(Camel):
 class FileListResponse(Camel):
     success: bool
     files: list[KnowledgeBaseFileOut]
+
+
+class ReprocessBody(Camel):
+    kb_id: Loose = None
+    file_id: str | None = None
+
+
+class SearchBody(Camel):
+    kb_id: Loose | UnsetType = UNSET
+    kb_ids: list[Loose] | UnsetType = UNSET
+    query: str | None = None
+    top_k: int | None = None
+
+
+class SearchResultOut(Camel, omit_defaults=True):
+    file_id: str
+    file_name: str
+    chunk_id: int
+    text: str
+    score: float
+    knowledge_base_id: int
+    page_number: int | None = None
+
+
+class SearchResponse(Camel):
+    success: bool
+    results: list[SearchResultOut]
 
 
 # Uploads

@@ -12,6 +12,7 @@ from litestar.params import JSONBody, QueryParameter
 from application.use_cases.associate_file import AssociateFile, AssociateFileCommand
 from application.use_cases.delete_file import DeleteFile, DeleteFileCommand
 from application.use_cases.list_files import ListFiles, ListFilesQuery
+from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCommand
 from domain.identity import Caller
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import (
@@ -19,6 +20,7 @@ from entrypoints.http.schemas import (
     FileListResponse,
     FileResponse,
     KnowledgeBaseFileOut,
+    ReprocessBody,
     SuccessMessage,
 )
 
@@ -64,6 +66,24 @@ class FileController(Controller):
     ) -> FileListResponse:
         files = await use_case.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
         return FileListResponse(success=True, files=KnowledgeBaseFileOut.of_all(files))
+
+    @post(
+        "/reprocess",
+        status_code=202,
+        responses=errors(400, 403, 404),
+        summary="Process a file again from its stored original",
+    )
+    @inject
+    async def reprocess(
+        self,
+        data: JSONBody[ReprocessBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ReprocessFile],
+    ) -> FileResponse:
+        record = await use_case.execute(
+            ReprocessFileCommand(caller=caller, kb_id=data.kb_id, file_id=data.file_id)
+        )
+        return FileResponse(success=True, file=KnowledgeBaseFileOut.of(record))
 
     @delete(status_code=200, responses=errors(400, 403, 404), summary="Remove a file")
     @inject

@@ -56,6 +56,8 @@ class KnowledgeBaseController(Controller):
                 embedding_dimensions=data.embedding_dimensions,
                 extraction_model=data.extraction_model,
                 extraction_schema=data.extraction_schema,
+                chunk_size=data.chunk_size,
+                chunk_overlap=data.chunk_overlap,
             )
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
@@ -88,6 +90,8 @@ class KnowledgeBaseController(Controller):
                 embedding_dimensions=unset(data.embedding_dimensions),
                 extraction_model=unset(data.extraction_model),
                 extraction_schema=unset(data.extraction_schema),
+                chunk_size=unset(data.chunk_size),
+                chunk_overlap=unset(data.chunk_overlap),
             )
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))

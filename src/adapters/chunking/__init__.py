@@ -1,0 +1,1 @@
+"""Splitting extracted text into passages."""

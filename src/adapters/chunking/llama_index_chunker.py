@@ -1,0 +1,75 @@
+"""The `Chunker` on llama-index-core: pages, then Markdown sections, then sentence windows.
+
+The text is first cut at the `<!-- page N -->` markers the extractor writes between PDF
+pages, so that a passage never straddles two pages and cites exactly one. `MarkdownNodeParser`
+then cuts each page at headings, and `SentenceSplitter` cuts each section into windows of
+`size` tokens with `overlap` tokens shared between neighbours. Each passage keeps its
+character span in the Markdown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from llama_index.core import Document
+from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+
+from domain.chunks import TextChunk
+from domain.extraction import ExtractedDocument
+
+PAGE_MARKER = re.compile(r"<!--\s*page\s+(\d+)\s*-->")
+
+
+def _pages(markdown: str, paged: bool) -> Iterator[tuple[int | None, int, str]]:
+    """(page number, offset, text) of each page; one part without a number when unpaged."""
+    markers = list(PAGE_MARKER.finditer(markdown))
+    if not markers:
+        yield (1 if paged else None), 0, markdown
+        return
+    if markdown[: markers[0].start()].strip():
+        yield None, 0, markdown[: markers[0].start()]
+    for marker, following in zip(markers, [*markers[1:], None], strict=True):
+        end = following.start() if following else len(markdown)
+        yield int(marker.group(1)), marker.end(), markdown[marker.end() : end]
+
+
+def _locate(haystack: str, needle: str, cursor: int) -> int:
+    found = haystack.find(needle, cursor)
+    return found if found >= 0 else cursor
+
+
+class LlamaIndexChunker:
+    """`Chunker` built from llama-index node parsers."""
+
+    def __init__(self) -> None:
+        self._sections = MarkdownNodeParser(include_metadata=False, include_prev_next_rel=False)
+
+    def split(self, document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
+        splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap)
+        chunks: list[TextChunk] = []
+        for page, page_offset, page_text in _pages(document.markdown, bool(document.pages)):
+            if not page_text.strip():
+                continue
+            section_cursor = 0
+            for section in self._sections.get_nodes_from_documents([Document(text=page_text)]):
+                text = section.get_content()
+                section_start = _locate(page_text, text, section_cursor)
+                section_cursor = section_start + 1
+                piece_cursor = 0
+                for piece in splitter.split_text(text):
+                    relative = _locate(text, piece, piece_cursor)
+                    piece_cursor = relative + 1
+                    if not piece.strip():
+                        continue
+                    start = page_offset + section_start + relative
+                    chunks.append(
+                        TextChunk(
+                            index=len(chunks),
+                            text=piece.strip(),
+                            page_number=page,
+                            start_char=start,
+                            end_char=start + len(piece),
+                        )
+                    )
+        return chunks

@@ -1,0 +1,1 @@
+"""Embedding providers: the bundled local sentence-transformers model and OpenAI-compatible APIs."""

@@ -1,0 +1,5 @@
+"""Text extraction from stored files: PDF, DOCX, HTML, Markdown, text, CSV, JSON and images."""
+
+from adapters.extraction.extractor import FileTextExtractor
+
+__all__ = ["FileTextExtractor"]

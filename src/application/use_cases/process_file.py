@@ -1,0 +1,169 @@
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from application.ports.chunk_repository import ChunkRepository, EmbeddedChunk
+from application.ports.chunker import Chunker
+from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
+from application.ports.file_repository import FileRepository
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.object_storage import ObjectStorage
+from application.ports.text_extractor import TextExtractor
+from application.ports.unit_of_work import UnitOfWork
+from domain.errors import NotFound
+from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
+from domain.files import KnowledgeBaseFile, ProcessingStatus, file_folder
+from domain.knowledge_bases import KnowledgeBase
+
+MISSING_OBJECT = "The uploaded file was not found in storage; upload it again."
+TOO_MANY_RUNS = "Processing was interrupted too many times; the file may be too large or malformed."
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessFileCommand:
+    org_id: str
+    file_record_id: int
+    last_attempt: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessingLimits:
+    """How many runs a file may take (a run cut short by a dying worker counts) and the
+    extraction bounds."""
+
+    max_runs: int = 5
+    max_object_size: int = 100 * 1024 * 1024
+    extraction: ExtractionLimits = field(default_factory=ExtractionLimits)
+
+
+class ProcessFile:
+    """Extract, chunk and embed one file: `parsing → parsed → chunking → completed`.
+
+    Rules: a file that was deleted, or is already in a terminal state, is left alone. Every run
+    starts from the stored original and replaces what an earlier run wrote (the extracted text,
+    the page images, the passages), so running twice leaves one set. A file that cannot be
+    read ends in `parse_failed`, one whose passages cannot be embedded in `chunk_failed`, each
+    with a message for its owner. An unexpected error is raised for the queue to retry; on the
+    last attempt the file ends in the failure state of the stage it reached instead. A file
+    whose runs keep being cut short (its worker dies) fails after `max_runs`. While the
+    knowledge base is being re-embedded, passages are embedded with the pending model too.
+    """
+
+    def __init__(
+        self,
+        files: FileRepository,
+        knowledge_bases: KnowledgeBaseRepository,
+        chunks: ChunkRepository,
+        storage: ObjectStorage,
+        extractor: TextExtractor,
+        chunker: Chunker,
+        embedders: EmbedderRegistry,
+        uow: UnitOfWork,
+        limits: ProcessingLimits,
+    ) -> None:
+        self._files = files
+        self._kbs = knowledge_bases
+        self._chunks = chunks
+        self._storage = storage
+        self._extractor = extractor
+        self._chunker = chunker
+        self._embedders = embedders
+        self._uow = uow
+        self._limits = limits
+
+    async def execute(self, command: ProcessFileCommand) -> ProcessingStatus | None:
+        org_id, record_id = command.org_id, command.file_record_id
+        file = await self._files.get_by_id(org_id, record_id)
+        if file is None or file.processing_status.is_terminal:
+            return None
+        kb = await self._kbs.get(org_id, file.knowledge_base_id)
+        if kb is None:
+            return None
+        runs = await self._files.begin_attempt(org_id, record_id)
+        await self._uow.commit()
+        if runs > self._limits.max_runs:
+            return await self._fail(file, ProcessingStatus.PARSE_FAILED, TOO_MANY_RUNS)
+        stage = ProcessingStatus.PARSE_FAILED
+        try:
+            document = await self._extract(file)
+            stage = ProcessingStatus.CHUNK_FAILED
+            await self._chunk_and_embed(file, kb, document)
+        except ExtractionFailed as failure:
+            return await self._fail(file, ProcessingStatus.PARSE_FAILED, failure.message)
+        except EmbeddingFailed as failure:
+            return await self._fail(file, ProcessingStatus.CHUNK_FAILED, failure.message)
+        except Exception as error:
+            if not command.last_attempt:
+                raise
+            await self._uow.rollback()
+            message = f"Processing failed after several attempts ({type(error).__name__})."
+            return await self._fail(file, stage, message)
+        return ProcessingStatus.COMPLETED
+
+    async def _extract(self, file: KnowledgeBaseFile) -> ExtractedDocument:
+        try:
+            data = await self._storage.get(file.file_key)
+        except NotFound:
+            raise ExtractionFailed(MISSING_OBJECT) from None
+        if len(data) > self._limits.max_object_size:
+            raise ExtractionFailed("The file is larger than the upload limit.")
+        document = await asyncio.to_thread(
+            self._extractor.extract,
+            data,
+            content_type=file.content_type,
+            file_name=file.file_name,
+            limits=self._limits.extraction,
+        )
+        await self._storage.put(
+            file.content_key, document.markdown.encode(), content_type="text/markdown"
+        )
+        images_folder = f"{file_folder(file.org_id, file.file_id)}images/"
+        await self._storage.delete_prefix(images_folder)
+        keys: list[str] = []
+        for image in document.images:
+            key = f"{images_folder}{image.name}"
+            await self._storage.put(key, image.data, content_type=image.content_type)
+            keys.append(key)
+        await self._files.set_image_keys(file.org_id, file.id, keys)
+        await self._files.set_status(file.org_id, file.id, ProcessingStatus.PARSED)
+        await self._uow.commit()
+        return document
+
+    async def _chunk_and_embed(
+        self, file: KnowledgeBaseFile, kb: KnowledgeBase, document: ExtractedDocument
+    ) -> None:
+        await self._files.set_status(file.org_id, file.id, ProcessingStatus.CHUNKING)
+        await self._uow.commit()
+        chunks = await asyncio.to_thread(
+            self._chunker.split, document, size=kb.chunk_size, overlap=kb.chunk_overlap
+        )
+        models = [(kb.embedding_model, kb.embedding_dimensions)]
+        if kb.pending_embedding_model and kb.pending_embedding_dimensions:
+            models.append((kb.pending_embedding_model, kb.pending_embedding_dimensions))
+        embedded: list[tuple[str, int, list[EmbeddedChunk]]] = []
+        for model, dimensions in models:
+            vectors = await self._embedders.get(model, dimensions).embed([c.text for c in chunks])
+            pairs = zip(chunks, vectors, strict=True)
+            embedded.append(
+                (model, dimensions, [EmbeddedChunk(chunk=c, vector=v) for c, v in pairs])
+            )
+        for model, dimensions, items in embedded:
+            await self._chunks.replace_for_file(
+                file.org_id,
+                knowledge_base_id=kb.id,
+                file_record_id=file.id,
+                embedding_model=model,
+                dimensions=dimensions,
+                chunks=items,
+            )
+        await self._files.set_status(file.org_id, file.id, ProcessingStatus.COMPLETED)
+        await self._uow.commit()
+
+    async def _fail(
+        self, file: KnowledgeBaseFile, status: ProcessingStatus, message: str
+    ) -> ProcessingStatus:
+        await self._uow.rollback()
+        await self._files.set_status(file.org_id, file.id, status, message)
+        await self._uow.commit()
+        return status

@@ -1,0 +1,56 @@
+"""`POST /kb/search`: hybrid search over the caller's knowledge bases."""
+
+from __future__ import annotations
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import post
+from litestar.params import JSONBody
+from msgspec import UNSET
+
+from application.use_cases.search_knowledge_base import (
+    SearchKnowledgeBase,
+    SearchKnowledgeBaseQuery,
+)
+from domain.identity import Caller
+from entrypoints.http.openapi import errors
+from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
+
+
+@post(
+    "/kb/search",
+    status_code=200,
+    tags=["Knowledge Bases"],
+    responses=errors(400, 403, 404),
+    summary="Search knowledge bases (vector and full text, fused by rank)",
+)
+@inject
+async def search_knowledge_bases(
+    data: JSONBody[SearchBody],
+    caller: FromDishka[Caller],
+    use_case: FromDishka[SearchKnowledgeBase],
+) -> SearchResponse:
+    if data.kb_ids is not UNSET:
+        kb_ids: list[object] = list(data.kb_ids)
+    elif data.kb_id is not UNSET:
+        kb_ids = [data.kb_id]
+    else:
+        kb_ids = []
+    results = await use_case.execute(
+        SearchKnowledgeBaseQuery(caller=caller, kb_ids=kb_ids, query=data.query, top_k=data.top_k)
+    )
+    return SearchResponse(
+        success=True,
+        results=[
+            SearchResultOut(
+                file_id=r.file_id,
+                file_name=r.file_name,
+                chunk_id=r.chunk_id,
+                text=r.text,
+                score=r.score,
+                knowledge_base_id=r.knowledge_base_id,
+                page_number=r.page_number,
+            )
+            for r in results
+        ],
+    )

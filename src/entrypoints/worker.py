@@ -1,0 +1,73 @@
+"""The job worker: the same container as the HTTP app, one request scope per job, acting in
+the job's organization."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+from typing import Any
+
+import asyncpg
+from dishka import AsyncContainer, Provider, Scope, from_context
+
+from adapters.queue.worker import PgQueuerWorker, RetryPolicy
+from application.ports.job_queue import PROCESS_FILE
+from application.use_cases.process_file import ProcessFile, ProcessFileCommand
+from domain.identity import ADMIN_ROLE, Identity
+from entrypoints.config import Settings
+from entrypoints.container import make_container
+from entrypoints.database import Database
+
+WORKER_USER = "system:worker"
+STALLED_AFTER = timedelta(minutes=2)
+
+
+class JobIdentityProvider(Provider):
+    """A job acts as the system in the organization its payload names."""
+
+    identity = from_context(Identity, scope=Scope.REQUEST)
+
+
+def build_worker(
+    settings: Settings,
+    database: Database,
+    *providers: Provider,
+    concurrency: int | None = None,
+    retry: RetryPolicy | None = None,
+    heartbeat_timeout: timedelta = timedelta(seconds=30),
+) -> tuple[PgQueuerWorker, AsyncContainer]:
+    """A worker and its container (close the container after the worker stops)."""
+    workers = concurrency or settings.worker_concurrency
+    # The worker's own pool: one connection per job in hand, one for the reaper.
+    sized = dataclasses.replace(settings, database_pool_size=workers + 1)
+    container = make_container(sized, database, JobIdentityProvider(), *providers)
+
+    async def process_file(payload: dict[str, Any], last_attempt: bool) -> None:
+        org_id = str(payload["orgId"])
+        identity = Identity(user_id=WORKER_USER, org_id=org_id, role=ADMIN_ROLE)
+        async with container(context={Identity: identity}) as request:
+            use_case = await request.get(ProcessFile)
+            await use_case.execute(
+                ProcessFileCommand(
+                    org_id=org_id,
+                    file_record_id=int(payload["fileRecordId"]),
+                    last_attempt=last_attempt,
+                )
+            )
+
+    async def reap() -> int:
+        pool = await container.get(asyncpg.Pool)
+        async with pool.acquire() as connection:
+            rows = await connection.fetch("SELECT * FROM ap_reap_stalled_files($1)", STALLED_AFTER)
+        return len(rows)
+
+    worker = PgQueuerWorker(
+        database.url,
+        {PROCESS_FILE: process_file},
+        app_role=settings.database_app_role,
+        concurrency=workers,
+        retry=retry,
+        heartbeat_timeout=heartbeat_timeout,
+        reaper=reap,
+    )
+    return worker, container
