@@ -59,6 +59,7 @@ from application.use_cases.list_files import ListFiles
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases
 from application.use_cases.process_file import ProcessFile, ProcessingLimits
 from application.use_cases.record_member_seen import RecordMemberSeen
+from application.use_cases.reembed_knowledge_base import ReembedKnowledgeBase
 from application.use_cases.reprocess_file import ReprocessFile
 from application.use_cases.search_knowledge_base import SearchKnowledgeBase
 from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
@@ -269,6 +270,7 @@ class RequestProvider(Provider):
         CreateUpload,
         RecordMemberSeen,
         ProcessFile,
+        ReembedKnowledgeBase,
         SearchKnowledgeBase,
         ReprocessFile,
     )

@@ -11,8 +11,12 @@ import asyncpg
 from dishka import AsyncContainer, Provider, Scope, from_context
 
 from adapters.queue.worker import PgQueuerWorker, RetryPolicy
-from application.ports.job_queue import PROCESS_FILE
+from application.ports.job_queue import PROCESS_FILE, REEMBED_KNOWLEDGE_BASE
 from application.use_cases.process_file import ProcessFile, ProcessFileCommand
+from application.use_cases.reembed_knowledge_base import (
+    ReembedKnowledgeBase,
+    ReembedKnowledgeBaseCommand,
+)
 from domain.identity import ADMIN_ROLE, Identity
 from entrypoints.config import Settings
 from entrypoints.container import make_container
@@ -55,6 +59,17 @@ def build_worker(
                 )
             )
 
+    async def reembed(payload: dict[str, Any], last_attempt: bool) -> None:
+        org_id = str(payload["orgId"])
+        identity = Identity(user_id=WORKER_USER, org_id=org_id, role=ADMIN_ROLE)
+        async with container(context={Identity: identity}) as request:
+            use_case = await request.get(ReembedKnowledgeBase)
+            await use_case.execute(
+                ReembedKnowledgeBaseCommand(
+                    org_id=org_id, kb_id=int(payload["kbId"]), last_attempt=last_attempt
+                )
+            )
+
     async def reap() -> int:
         pool = await container.get(asyncpg.Pool)
         async with pool.acquire() as connection:
@@ -63,7 +78,7 @@ def build_worker(
 
     worker = PgQueuerWorker(
         database.url,
-        {PROCESS_FILE: process_file},
+        {PROCESS_FILE: process_file, REEMBED_KNOWLEDGE_BASE: reembed},
         app_role=settings.database_app_role,
         concurrency=workers,
         retry=retry,

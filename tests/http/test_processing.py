@@ -260,3 +260,78 @@ async def test_the_reaper_fails_files_left_without_a_job(client, alice, owner_en
 def test_hashing_embedder_is_deterministic():
     a = asyncio.run(HashingEmbedder().embed(["same text"]))
     assert a == asyncio.run(HashingEmbedder().embed(["same text"]))
+
+
+async def test_changing_the_embedding_model_reembeds_then_swaps(
+    client, alice, worker, owner_engine
+):
+    kb = await make_kb(client, alice)
+    await upload(client, alice, kb["id"], "a.md", "text/markdown", HANDBOOK.encode())
+    async with worker():
+        await settle(client, alice, kb["id"])
+        changed = await client.patch(
+            "/kb/manage",
+            json={"kbId": kb["id"], "embeddingModel": "openai:text-embedding-3-small"},
+            headers=alice.headers,
+        )
+        assert changed.json()["knowledgeBase"]["status"] == "reindexing"
+        deadline = time.monotonic() + 30
+        while True:
+            (current,) = (await client.get("/kb/manage", headers=alice.headers)).json()[
+                "knowledgeBases"
+            ]
+            if current["status"] != "reindexing":
+                break
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+    assert current["status"] == "ready"
+    assert (current["embeddingModel"], current["embeddingDimensions"]) == (
+        "openai:text-embedding-3-small",
+        1536,
+    )
+    async with owner_engine.connect() as connection:
+        models = (
+            await connection.scalars(
+                text("SELECT DISTINCT embedding_model || ':' || dimensions FROM chunks")
+            )
+        ).all()
+    assert models == ["openai:text-embedding-3-small:1536"]
+    found = await client.post(
+        "/kb/search",
+        json={"kbId": kb["id"], "query": "receipts expenses"},
+        headers=alice.headers,
+    )
+    assert "receipt" in found.json()["results"][0]["text"]
+
+
+async def test_a_model_that_cannot_embed_keeps_the_old_index(
+    client, alice, worker, registry, owner_engine
+):
+    from application.ports.embedder import EmbeddingFailed
+
+    kb = await make_kb(client, alice)
+    await upload(client, alice, kb["id"], "a.md", "text/markdown", HANDBOOK.encode())
+    async with worker():
+        await settle(client, alice, kb["id"])
+        registry.embedder.failure = EmbeddingFailed("The model is not available")
+        await client.patch(
+            "/kb/manage",
+            json={"kbId": kb["id"], "embeddingModel": "openai:text-embedding-3-small"},
+            headers=alice.headers,
+        )
+        deadline = time.monotonic() + 30
+        while True:
+            (current,) = (await client.get("/kb/manage", headers=alice.headers)).json()[
+                "knowledgeBases"
+            ]
+            if current["status"] != "reindexing":
+                break
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.2)
+    assert current["status"] == "error"
+    assert current["embeddingModel"] == "local:all-MiniLM-L6-v2"
+    async with owner_engine.connect() as connection:
+        models = (
+            await connection.scalars(text("SELECT DISTINCT embedding_model FROM chunks"))
+        ).all()
+    assert models == ["local:all-MiniLM-L6-v2"]

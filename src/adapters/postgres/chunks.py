@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 from adapters.postgres.database import OrgConnection
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
-from domain.chunks import SearchResult
+from domain.chunks import SearchResult, TextChunk
 
 RRF_K = 60
 _ensured_dimensions: set[int] = set()
@@ -33,6 +33,11 @@ FULL_TEXT = """
       AND c.tsv @@ q
     ORDER BY ts_rank_cd(c.tsv, q) DESC, c.id
     LIMIT $5"""
+PASSAGES = """
+    SELECT chunk_index, text, page_number, start_char, end_char FROM chunks
+    WHERE org_id = $1 AND file_record_id = $2 AND embedding_model = $3 ORDER BY chunk_index"""
+DELETE_OTHER_MODELS = """
+    DELETE FROM chunks WHERE org_id = $1 AND knowledge_base_id = $2 AND embedding_model <> $3"""
 DETAILS = """
     SELECT c.id, c.text, c.page_number, c.knowledge_base_id, f.file_id::text, f.file_name
     FROM chunks c JOIN knowledge_base_files f ON f.id = c.file_record_id
@@ -98,6 +103,20 @@ class PgChunkRepository:
                 for item in chunks
             ],
         )
+
+    async def passages_for_file(
+        self, org_id: str, file_record_id: int, embedding_model: str
+    ) -> list[TextChunk]:
+        rows = await self._db.fetch(PASSAGES, org_id, file_record_id, embedding_model)
+        return [
+            TextChunk(index=r[0], text=r[1], page_number=r[2], start_char=r[3], end_char=r[4])
+            for r in rows
+        ]
+
+    async def delete_for_knowledge_base(
+        self, org_id: str, knowledge_base_id: int, *, except_model: str
+    ) -> None:
+        await self._db.execute(DELETE_OTHER_MODELS, org_id, knowledge_base_id, except_model)
 
     async def search(
         self, org_id: str, *, query: str, scopes: Sequence[SearchScope], top_k: int

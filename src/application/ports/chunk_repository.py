@@ -43,6 +43,18 @@ class ChunkRepository(Protocol):
         """Make `chunks` the file's only passages for that model (idempotent)."""
         ...
 
+    async def passages_for_file(
+        self, org_id: str, file_record_id: int, embedding_model: str
+    ) -> list[TextChunk]:
+        """The file's passages stored for that model, in order."""
+        ...
+
+    async def delete_for_knowledge_base(
+        self, org_id: str, knowledge_base_id: int, *, except_model: str
+    ) -> None:
+        """Delete the knowledge base's passages of every model but `except_model`."""
+        ...
+
     async def search(
         self,
         org_id: str,
