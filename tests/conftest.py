@@ -61,6 +61,14 @@ async def app_pool(database) -> AsyncIterator[asyncpg.Pool]:
     await pool.close()
 
 
+@pytest.fixture
+def registry():
+    """A deterministic embedder registry (see tests.fakes.HashingEmbedder)."""
+    from tests.fakes import FakeEmbedderRegistry
+
+    return FakeEmbedderRegistry()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

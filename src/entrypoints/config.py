@@ -52,6 +52,7 @@ class Settings:
     log_level: str = "info"
     worker_in_process: bool = True
     worker_concurrency: int = 2
+    worker_heartbeat_timeout: int = 30
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     extract_max_pages: int = 1000
@@ -164,6 +165,7 @@ class Settings:
                 else database_url is None
             ),
             worker_concurrency=integer("AP_WORKER_CONCURRENCY", 2, 1, 64),
+            worker_heartbeat_timeout=integer("AP_WORKER_HEARTBEAT_TIMEOUT", 30, 2, 3600),
             openai_base_url=url("AP_OPENAI_BASE_URL", schemes=("http", "https"))
             or "https://api.openai.com/v1",
             openai_api_key=text("AP_OPENAI_API_KEY"),

@@ -38,7 +38,7 @@ def build_worker(
     *providers: Provider,
     concurrency: int | None = None,
     retry: RetryPolicy | None = None,
-    heartbeat_timeout: timedelta = timedelta(seconds=30),
+    heartbeat_timeout: timedelta | None = None,
 ) -> tuple[PgQueuerWorker, AsyncContainer]:
     """A worker and its container (close the container after the worker stops)."""
     workers = concurrency or settings.worker_concurrency
@@ -82,7 +82,7 @@ def build_worker(
         app_role=settings.database_app_role,
         concurrency=workers,
         retry=retry,
-        heartbeat_timeout=heartbeat_timeout,
+        heartbeat_timeout=heartbeat_timeout or timedelta(seconds=settings.worker_heartbeat_timeout),
         reaper=reap,
     )
     return worker, container

@@ -39,11 +39,6 @@ class EmbedderOverride(Provider):
 
 
 @pytest.fixture
-def registry() -> FakeEmbedderRegistry:
-    return FakeEmbedderRegistry()
-
-
-@pytest.fixture
 async def client(settings, database, clean, registry) -> AsyncIterator[AsyncTestClient]:
     async with AsyncTestClient(app=create_app(settings, database, EmbedderOverride(registry))) as c:
         yield c
