@@ -25,9 +25,12 @@ from application.use_cases.create_knowledge_base import (
     CreateKnowledgeBaseCommand,
 )
 from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
+from application.use_cases.list_files import ListFiles, ListFilesQuery
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases, ListKnowledgeBasesQuery
 from domain.errors import DomainError
+from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
+from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 from entrypoints.config import ConfigError, Settings
 from entrypoints.container import dev_identity_provider, make_container
 from entrypoints.database import Database, resolve_database
@@ -79,8 +82,11 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--description")
             sub.add_argument("--embedding-model")
         if name == "add-file":
-            sub.add_argument("path", type=Path)
+            sub.add_argument("paths", type=Path, nargs="+", help="files, or folders of files")
             sub.add_argument("--kb", required=True, help="knowledge base id")
+            sub.add_argument(
+                "--no-wait", action="store_true", help="return once the files are queued"
+            )
     return parser
 
 
@@ -230,15 +236,132 @@ async def _run_kb(request: AsyncContainer, caller: Caller, args: argparse.Namesp
             kb = s.knowledge_base
             print(f"{kb.id}\t{kb.name}\t{s.file_count} file(s)\t{s.total_size} B\t{s.status}")
         return 0
-    return await _add_file(request, caller, args.path, args.kb)
+    return await _add_files(request, caller, args)
 
 
-async def _add_file(request: AsyncContainer, caller: Caller, path: Path, kb_id: str) -> int:
-    try:
-        data = await asyncio.to_thread(path.read_bytes)
-    except OSError as error:
-        print(f"error: cannot read {path}: {error.strerror}", file=sys.stderr)
+def _expand(paths: list[Path]) -> list[Path]:
+    files: list[Path] = []
+    for path in paths:
+        if path.is_dir():
+            files.extend(sorted(p for p in path.rglob("*") if p.is_file()))
+        else:
+            files.append(path)
+    return files
+
+
+async def _add_files(request: AsyncContainer, caller: Caller, args: argparse.Namespace) -> int:
+    """Upload and associate each file, then follow them to a terminal state."""
+    from rich.console import Console
+
+    console = Console(stderr=True)
+    added: list[KnowledgeBaseFile] = []
+    failed = 0
+    for path in _expand(args.paths):
+        try:
+            added.append(await _add_file(request, caller, path, args.kb))
+        except OSError as error:
+            failed += 1
+            console.print(f"[red]cannot read {path}: {error.strerror}[/red]")
+        except DomainError as error:
+            if not added and error.message in (KB_ID_REQUIRED, KB_NOT_FOUND):
+                raise
+            failed += 1
+            console.print(f"[red]{path}: {error.message}[/red]")
+    if not added:
+        print("error: no file was added", file=sys.stderr)
         return 1
+    if args.no_wait:
+        for record in added:
+            print(
+                json.dumps(
+                    {
+                        "id": record.id,
+                        "fileId": record.file_id,
+                        "fileName": record.file_name,
+                        "processingStatus": record.processing_status.value,
+                    }
+                )
+            )
+        return 1 if failed else 0
+    settings = await request.get(Settings)
+    database = await request.get(Database)
+    final = await _follow(settings, database, caller, int(args.kb), added, console)
+    _summary(final, console)
+    ok = all(f.processing_status is ProcessingStatus.COMPLETED for f in final)
+    return 0 if ok and not failed else 1
+
+
+async def _follow(
+    settings: Settings,
+    database: Database,
+    caller: Caller,
+    kb_id: int,
+    added: list[KnowledgeBaseFile],
+    console: Any,
+) -> list[KnowledgeBaseFile]:
+    """Poll the files until each is completed or failed, with a progress bar; on the embedded
+    default a worker runs in this process meanwhile, so nothing else has to be running."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    wanted = {record.id for record in added}
+    worker = container = running = None
+    if settings.worker_in_process:
+        worker, container = build_worker(settings, database)
+        running = asyncio.create_task(worker.run())
+    watcher = make_container(settings, database, CliIdentityProvider())
+    identity = Identity(user_id=caller.user_id, org_id=caller.org_id, role=caller.role)
+    try:
+        with Progress(
+            "[progress.description]{task.description}",
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+        ) as progress:
+            task = progress.add_task("processing", total=len(wanted))
+            while True:
+                async with watcher(context={Identity: identity}) as scope:
+                    listing = await scope.get(ListFiles)
+                    files = await listing.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
+                mine = [f for f in files if f.id in wanted]
+                done = sum(1 for f in mine if f.processing_status.is_terminal)
+                progress.update(task, completed=done)
+                if done == len(mine):
+                    return mine
+                if running is not None and running.done():
+                    running.result()
+                await asyncio.sleep(0.5)
+    finally:
+        await watcher.close()
+        if worker is not None and running is not None and container is not None:
+            worker.stop()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(running, timeout=30)
+            await container.close()
+
+
+def _summary(files: list[KnowledgeBaseFile], console: Any) -> None:
+    from rich.table import Table
+
+    table = Table(title="Files")
+    for column in ("id", "file", "status", "size", "error"):
+        table.add_column(column)
+    for f in sorted(files, key=lambda f: f.id):
+        style = "green" if f.processing_status is ProcessingStatus.COMPLETED else "red"
+        table.add_row(
+            str(f.id),
+            f.file_name,
+            f"[{style}]{f.processing_status.value}[/{style}]",
+            str(f.file_size or ""),
+            f.processing_error or "",
+        )
+    console.print(table)
+
+
+async def _add_file(
+    request: AsyncContainer, caller: Caller, path: Path, kb_id: str
+) -> KnowledgeBaseFile:
+    data = await asyncio.to_thread(path.read_bytes)
     content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     presign = await request.get(CreateUpload)
     prepared = await presign.execute(
@@ -249,7 +372,7 @@ async def _add_file(request: AsyncContainer, caller: Caller, path: Path, kb_id: 
     storage = await request.get(ObjectStorage)
     await storage.put(prepared.file_key, data, content_type=content_type)
     associate = await request.get(AssociateFile)
-    record = await associate.execute(
+    return await associate.execute(
         AssociateFileCommand(
             caller=caller,
             kb_id=kb_id,
@@ -261,17 +384,6 @@ async def _add_file(request: AsyncContainer, caller: Caller, path: Path, kb_id: 
             file_size=len(data),
         )
     )
-    print(
-        json.dumps(
-            {
-                "id": record.id,
-                "fileId": record.file_id,
-                "fileName": record.file_name,
-                "processingStatus": record.processing_status.value,
-            }
-        )
-    )
-    return 0
 
 
 if __name__ == "__main__":

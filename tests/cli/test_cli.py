@@ -36,7 +36,15 @@ def test_kb_commands_run_the_use_cases(cli_env, capsys, owner_engine, tmp_path):
     document = tmp_path / "guide.md"
     document.write_text("# Guide\n")
     code, out, _ = run(
-        capsys, "kb", "add-file", str(document), "--kb", str(kb["id"]), "--org", "org_cli"
+        capsys,
+        "kb",
+        "add-file",
+        str(document),
+        "--kb",
+        str(kb["id"]),
+        "--org",
+        "org_cli",
+        "--no-wait",
     )
     assert code == 0
     added = json.loads(out)
@@ -58,7 +66,7 @@ def test_kb_errors_are_reported_not_raised(cli_env, capsys, tmp_path):
     code, _, err = run(
         capsys, "kb", "add-file", str(tmp_path / "missing.pdf"), "--kb", "1", "--org", "o"
     )
-    assert code == 1 and "cannot read" in err
+    assert code == 1 and "cannot read" in err and "no file was added" in err
     (tmp_path / "a.txt").write_text("x")
     code, _, err = run(
         capsys, "kb", "add-file", str(tmp_path / "a.txt"), "--kb", "nope", "--org", "o"
@@ -108,3 +116,19 @@ def test_token_refuses_when_an_identity_provider_is_configured(monkeypatch, caps
 def test_migrate_command(cli_env, capsys, owner_engine):
     code, out, _ = run(capsys, "migrate")
     assert code == 0 and "up to date" in out
+
+
+def test_add_file_follows_a_folder_to_the_end(cli_env, capsys, monkeypatch, tmp_path):
+    monkeypatch.setenv("AP_WORKER_IN_PROCESS", "true")
+    code, out, _ = run(capsys, "kb", "create", "--org", "org_cli", "--name", "Folder")
+    kb_id = str(json.loads(out)["id"])
+    folder = tmp_path / "docs"
+    (folder / "nested").mkdir(parents=True)
+    (folder / "guide.md").write_text("# Guide\n\nRead the manual before calling support.\n")
+    (folder / "nested" / "notes.txt").write_text("Support answers within one day.\n")
+    (folder / "empty.txt").write_text("")
+    code, _, err = run(capsys, "kb", "add-file", str(folder), "--kb", kb_id, "--org", "org_cli")
+    assert code == 1, err
+    for name in ("guide.md", "notes.txt", "empty.txt"):
+        assert name in err
+    assert err.count("completed") == 2 and "parse_failed" in err and "3/3" in err
