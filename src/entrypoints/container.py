@@ -38,6 +38,7 @@ from adapters.postgres.repositories import (
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
 from adapters.storage.s3 import S3ObjectStorage, s3_client
+from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.chunk_repository import ChunkRepository
 from application.ports.chunker import Chunker
 from application.ports.clock import Clock
@@ -47,6 +48,7 @@ from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.member_directory import MemberDirectory
 from application.ports.object_storage import ObjectStorage
+from application.ports.structured_extractor import StructuredExtractor
 from application.ports.text_extractor import TextExtractor
 from application.ports.token_verifier import TokenVerifier
 from application.ports.unit_of_work import UnitOfWork
@@ -183,6 +185,16 @@ class InfrastructureProvider(Provider):
     @provide
     def embedders(self, settings: Settings, client: httpx.AsyncClient) -> EmbedderRegistry:
         return DefaultEmbedderRegistry(
+            http_client=client,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=settings.openai_api_key,
+        )
+
+    @provide
+    def structured_extractor(
+        self, settings: Settings, client: httpx.AsyncClient
+    ) -> StructuredExtractor:
+        return ChatStructuredExtractor(
             http_client=client,
             openai_base_url=settings.openai_base_url,
             openai_api_key=settings.openai_api_key,

@@ -17,6 +17,7 @@ from sqlalchemy import text
 
 from adapters.queue.worker import RetryPolicy
 from application.ports.embedder import EmbedderRegistry
+from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
 from entrypoints.http.app import create_app
 from entrypoints.worker import build_worker
 from tests.fakes import FakeEmbedderRegistry, HashingEmbedder
@@ -330,3 +331,66 @@ async def test_a_model_that_cannot_embed_keeps_the_old_index(
             await connection.scalars(text("SELECT DISTINCT embedding_model FROM chunks"))
         ).all()
     assert models == ["local:all-MiniLM-L6-v2"]
+
+
+class ScriptedExtractor:
+    def __init__(self, answer: dict | Exception) -> None:
+        self.answer = answer
+        self.seen: list[str] = []
+
+    async def extract(self, *, model, schema, text, file_name):
+        self.seen.append(text)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+class ExtractorOverride(Provider):
+    def __init__(self, extractor: ScriptedExtractor) -> None:
+        super().__init__()
+        self._extractor = extractor
+
+    @provide(scope=Scope.APP)
+    def structured(self) -> StructuredExtractor:
+        return self._extractor
+
+
+SCHEMA = {
+    "type": "object",
+    "properties": {"holidayDays": {"type": "integer"}},
+    "required": ["holidayDays"],
+}
+
+
+@pytest.mark.parametrize(
+    ("answer", "status", "error"),
+    [
+        ({"holidayDays": 30}, "completed", None),
+        (
+            StructuredExtractionFailed("The model did not answer with JSON."),
+            "extract_failed",
+            "The model did not answer with JSON.",
+        ),
+    ],
+)
+async def test_structured_extraction(
+    settings, database, clean, alice, registry, answer, status, error
+):
+    extractor = ScriptedExtractor(answer)
+    overrides = (EmbedderOverride(registry), ExtractorOverride(extractor))
+    async with AsyncTestClient(app=create_app(settings, database, *overrides)) as client:
+        kb = await make_kb(
+            client, alice, extractionModel="openai:gpt-4o-mini", extractionSchema=SCHEMA
+        )
+        await upload(client, alice, kb["id"], "a.md", "text/markdown", HANDBOOK.encode())
+        job_worker, container = build_worker(settings, database, *overrides, concurrency=1)
+        task = asyncio.create_task(job_worker.run())
+        try:
+            (done,) = await settle(client, alice, kb["id"])
+        finally:
+            job_worker.stop()
+            await asyncio.wait_for(task, 30)
+            await container.close()
+    assert (done["processingStatus"], done["processingError"]) == (status, error)
+    assert done["extractedData"] == (answer if isinstance(answer, dict) else None)
+    assert "thirty days" in extractor.seen[0]

