@@ -10,7 +10,7 @@ from typing import Any
 
 from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from domain.errors import Invalid, field_error
-from domain.models import CHAT_PROVIDERS, parse_model_ref
+from domain.models import CHAT_PROVIDERS, LOCAL_CHAT_MODELS, parse_model_ref
 
 KB_NOT_FOUND = "Knowledge base not found"
 KB_ID_REQUIRED = "Valid knowledge base ID is required"
@@ -123,7 +123,14 @@ def validate_extraction_model(value: object) -> str | None:
     """An extraction model is absent or a `provider:model` of a known chat provider."""
     if value is None:
         return None
-    return str(parse_model_ref(value, field="extractionModel", providers=CHAT_PROVIDERS))
+    ref = parse_model_ref(value, field="extractionModel", providers=CHAT_PROVIDERS)
+    if ref.provider == "local" and ref.model not in LOCAL_CHAT_MODELS:
+        raise Invalid(
+            f"Unknown local chat model '{ref.model}'; available: "
+            + ", ".join(f"local:{m}" for m in LOCAL_CHAT_MODELS),
+            [field_error("extractionModel", "unknown local model")],
+        )
+    return str(ref)
 
 
 def validate_extraction_schema(value: object) -> dict[str, Any] | None:

@@ -8,6 +8,7 @@ from domain.errors import Invalid, field_error
 
 EMBEDDING_PROVIDERS = ("local", "openai")
 CHAT_PROVIDERS = ("local", "openai")
+LOCAL_CHAT_MODELS = ("smollm2-135m",)
 DEFAULT_EMBEDDING_MODEL = "local:all-MiniLM-L6-v2"
 MAX_EMBEDDING_DIMENSIONS = 4000
 

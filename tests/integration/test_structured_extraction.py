@@ -108,3 +108,22 @@ async def test_an_invalid_schema_is_refused_before_calling_the_model(chat):
     with pytest.raises(StructuredExtractionFailed, match="not a valid JSON Schema"):
         await extract(chat, schema={"type": "object", "properties": {"a": {"type": "nope"}}})
     assert chat.requests == []
+
+
+async def test_the_bundled_model_fills_a_schema():
+    schema = {
+        "type": "object",
+        "properties": {"holidayDays": {"type": "integer"}},
+        "required": ["holidayDays"],
+    }
+    async with httpx.AsyncClient() as client:
+        extractor = ChatStructuredExtractor(
+            http_client=client, openai_base_url="http://127.0.0.1:9/v1", openai_api_key=None
+        )
+        data = await extractor.extract(
+            model="local:smollm2-135m",
+            schema=schema,
+            text="# Holidays\n\nEveryone gets 30 days of paid holiday every year.",
+            file_name="handbook.md",
+        )
+    assert data == {"holidayDays": 30}

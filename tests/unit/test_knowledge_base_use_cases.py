@@ -67,6 +67,7 @@ async def test_create_fills_in_the_default_model_and_its_dimensions(world, calle
         ({"embedding_dimensions": 768}, "produces 384-dimensional embeddings, not 768"),
         ({"embedding_model": "openai:custom"}, "embeddingDimensions is required"),
         ({"extraction_model": "acme:x"}, "Unknown provider 'acme' in extractionModel"),
+        ({"extraction_model": "local:gpt-9"}, "Unknown local chat model 'gpt-9'"),
         ({"extraction_schema": {"type": "array"}}, "extractionSchema must describe an object"),
     ],
 )
