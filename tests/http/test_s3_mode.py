@@ -41,3 +41,44 @@ async def test_upload_flow_on_s3(settings, database, clean, alice, s3_endpoint):
         assert deleted.status_code == 200
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
     assert s3.list_objects_v2(Bucket="ap-http").get("KeyCount", 0) == 0
+
+
+async def test_the_worker_processes_files_stored_in_s3(
+    settings, database, clean, alice, s3_endpoint, registry
+):
+    import asyncio
+
+    from entrypoints.worker import build_worker
+    from tests.http.test_processing import HANDBOOK, EmbedderOverride, settle
+
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket="ap-worker")
+    s3_settings = dataclasses.replace(
+        settings,
+        storage="s3",
+        s3_bucket="ap-worker",
+        s3_endpoint_url=s3_endpoint,
+        s3_path_style=True,
+    )
+    override = EmbedderOverride(registry)
+    async with AsyncTestClient(app=create_app(s3_settings, database, override)) as client:
+        kb = await make_kb(client, alice)
+        upload = await presign(client, alice, name="handbook.md", size=len(HANDBOOK))
+        async with httpx.AsyncClient() as http:
+            put = await http.put(
+                upload["uploadUrl"], content=HANDBOOK.encode(), headers=upload["headers"]
+            )
+        assert put.status_code == 200
+        body = association(kb["id"], upload, fileName="handbook.md", fileSize=len(HANDBOOK))
+        assert (await client.post("/kb/files", json=body, headers=alice.headers)).status_code == 201
+        worker, container = build_worker(s3_settings, database, override, concurrency=1)
+        running = asyncio.create_task(worker.run())
+        try:
+            (done,) = await settle(client, alice, kb["id"])
+        finally:
+            worker.stop()
+            await asyncio.wait_for(running, 30)
+            await container.close()
+    assert done["processingStatus"] == "completed", done
+    content = s3.get_object(Bucket="ap-worker", Key=upload["contentKey"])["Body"].read()
+    assert b"thirty days" in content
