@@ -271,3 +271,108 @@ class FakeEmbedderRegistry:
         if dimensions != self.embedder.dimensions:
             return HashingEmbedder(dimensions, self.embedder.failure)
         return self.embedder
+
+
+def _install_processing_methods() -> None:
+    """Give FakeFiles the processing operations of the FileRepository port."""
+
+    async def get_by_id(self, org_id, record_id):
+        f = self.rows.get(record_id)
+        return f if f and f.org_id == org_id else None
+
+    async def begin_attempt(self, org_id, record_id):
+        self.runs = getattr(self, "runs", {})
+        self.runs[record_id] = self.runs.get(record_id, 0) + 1
+        return self.runs[record_id]
+
+    async def set_status(self, org_id, record_id, status, error=None):
+        f = self.rows[record_id]
+        self.rows[record_id] = dataclasses.replace(
+            f, processing_status=status, processing_error=error
+        )
+        self.history = getattr(self, "history", [])
+        self.history.append(status)
+
+    async def set_image_keys(self, org_id, record_id, keys):
+        self.rows[record_id] = dataclasses.replace(self.rows[record_id], image_keys=list(keys))
+
+    async def set_extracted_data(self, org_id, record_id, data):
+        self.rows[record_id] = dataclasses.replace(self.rows[record_id], extracted_data=data)
+
+    async def restart(self, org_id, record_id):
+        self.rows[record_id] = dataclasses.replace(
+            self.rows[record_id],
+            processing_status=ProcessingStatus.PARSING,
+            processing_error=None,
+        )
+        getattr(self, "runs", {}).pop(record_id, None)
+
+    for function in (
+        get_by_id,
+        begin_attempt,
+        set_status,
+        set_image_keys,
+        set_extracted_data,
+        restart,
+    ):
+        setattr(FakeFiles, function.__name__, function)
+
+
+_install_processing_methods()
+
+
+class FakeChunks:
+    def __init__(self) -> None:
+        self.stored: dict[tuple[int, str], list] = {}
+
+    def snapshot(self) -> Any:
+        return dict(self.stored)
+
+    def restore(self, saved: Any) -> None:
+        self.stored = dict(saved)
+
+    async def replace_for_file(
+        self, org_id, *, knowledge_base_id, file_record_id, embedding_model, dimensions, chunks
+    ):
+        self.stored[(file_record_id, embedding_model)] = list(chunks)
+
+    async def passages_for_file(self, org_id, file_record_id, embedding_model):
+        return [item.chunk for item in self.stored.get((file_record_id, embedding_model), [])]
+
+    async def delete_for_knowledge_base(self, org_id, knowledge_base_id, *, except_model):
+        self.stored = {k: v for k, v in self.stored.items() if k[1] == except_model}
+
+    async def search(self, org_id, *, query, scopes, top_k):
+        return []
+
+
+class FakeExtractor:
+    """Returns a Markdown document of the bytes, or raises what it was given."""
+
+    def __init__(self, failure: Exception | None = None) -> None:
+        self.failure = failure
+
+    def extract(self, data, *, content_type, file_name, limits):
+        from domain.extraction import ExtractedDocument, ExtractedImage
+
+        if self.failure is not None:
+            raise self.failure
+        images = [
+            ExtractedImage(
+                name="page-0001.png", data=b"png", content_type="image/png", page_number=1
+            )
+        ]
+        return ExtractedDocument(markdown=data.decode(), images=images)
+
+
+class FakeChunker:
+    """One passage per paragraph."""
+
+    def split(self, document, *, size, overlap):
+        from domain.chunks import TextChunk
+
+        parts = [p for p in document.markdown.split("\n\n") if p.strip()]
+        return [
+            TextChunk(index=i, text=p, page_number=None, start_char=0, end_char=len(p))
+            for i, p in enumerate(parts)
+        ]

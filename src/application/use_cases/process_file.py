@@ -21,6 +21,15 @@ MISSING_OBJECT = "The uploaded file was not found in storage; upload it again."
 TOO_MANY_RUNS = "Processing was interrupted too many times; the file may be too large or malformed."
 
 
+def failure_of(reached: ProcessingStatus) -> ProcessingStatus:
+    """The failure state of the stage a file had reached."""
+    return (
+        ProcessingStatus.PARSE_FAILED
+        if reached is ProcessingStatus.PARSING
+        else (ProcessingStatus.CHUNK_FAILED)
+    )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessFileCommand:
     org_id: str
@@ -88,7 +97,7 @@ class ProcessFile:
         runs = await self._files.begin_attempt(org_id, record_id)
         await self._uow.commit()
         if runs > self._limits.max_runs:
-            return await self._fail(file, ProcessingStatus.PARSE_FAILED, TOO_MANY_RUNS)
+            return await self._fail(file, failure_of(file.processing_status), TOO_MANY_RUNS)
         stage = ProcessingStatus.PARSE_FAILED
         try:
             document = await self._extract(file)
@@ -106,7 +115,6 @@ class ProcessFile:
         except Exception as error:
             if not command.last_attempt:
                 raise
-            await self._uow.rollback()
             message = f"Processing failed after several attempts ({type(error).__name__})."
             return await self._fail(file, stage, message)
         return ProcessingStatus.COMPLETED
