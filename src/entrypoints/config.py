@@ -56,6 +56,7 @@ class Settings:
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     extract_max_pages: int = 1000
+    torch_threads: int = 2
 
     @property
     def effective_public_url(self) -> str:
@@ -170,6 +171,7 @@ class Settings:
             or "https://api.openai.com/v1",
             openai_api_key=text("AP_OPENAI_API_KEY"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
+            torch_threads=integer("AP_TORCH_THREADS", 2, 1, 256),
         )
         if problems:
             raise ConfigError(problems)

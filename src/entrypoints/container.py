@@ -188,6 +188,7 @@ class InfrastructureProvider(Provider):
             http_client=client,
             openai_base_url=settings.openai_base_url,
             openai_api_key=settings.openai_api_key,
+            torch_threads=settings.torch_threads,
         )
 
     @provide

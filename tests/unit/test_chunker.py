@@ -50,3 +50,12 @@ def test_a_document_without_text_has_no_chunks():
         markdown="<!-- page 1 -->\n\n", pages=[ExtractedPage(number=1, text="")]
     )
     assert LlamaIndexChunker().split(empty, size=128, overlap=0) == []
+
+
+def test_a_title_alone_joins_the_section_below_it():
+    markdown = "# Travel policy\n\n## Requests\n\nBook trips two weeks ahead.\n"
+    chunks = LlamaIndexChunker().split(ExtractedDocument(markdown=markdown), size=256, overlap=0)
+    assert [c.text for c in chunks] == [
+        "# Travel policy\n\n## Requests\n\nBook trips two weeks ahead."
+    ]
+    assert chunks[0].start_char == 0

@@ -19,6 +19,7 @@ from domain.chunks import TextChunk
 from domain.extraction import ExtractedDocument
 
 PAGE_MARKER = re.compile(r"<!--\s*page\s+(\d+)\s*-->")
+HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 
 def _pages(markdown: str, paged: bool) -> Iterator[tuple[int | None, int, str]]:
@@ -51,11 +52,7 @@ class LlamaIndexChunker:
         for page, page_offset, page_text in _pages(document.markdown, bool(document.pages)):
             if not page_text.strip():
                 continue
-            section_cursor = 0
-            for section in self._sections.get_nodes_from_documents([Document(text=page_text)]):
-                text = section.get_content()
-                section_start = _locate(page_text, text, section_cursor)
-                section_cursor = section_start + 1
+            for section_start, text in self._sections_of(page_text):
                 piece_cursor = 0
                 for piece in splitter.split_text(text):
                     relative = _locate(text, piece, piece_cursor)
@@ -73,3 +70,23 @@ class LlamaIndexChunker:
                         )
                     )
         return chunks
+
+    def _sections_of(self, text: str) -> Iterator[tuple[int, str]]:
+        """(offset, text) of each Markdown section; a section that is only headings (a title
+        above the first subsection) is joined to the one that follows it."""
+        cursor = 0
+        pending: int | None = None
+        for node in self._sections.get_nodes_from_documents([Document(text=text)]):
+            content = node.get_content()
+            start = _locate(text, content, cursor)
+            cursor = start + 1
+            if pending is not None:
+                start, content = pending, text[pending : start + len(content)]
+                pending = None
+            lines = [line for line in content.splitlines() if line.strip()]
+            if lines and all(HEADING.match(line) for line in lines):
+                pending = start
+                continue
+            yield start, content
+        if pending is not None:
+            yield pending, text[pending:]
