@@ -4,6 +4,7 @@ the job's organization."""
 from __future__ import annotations
 
 import dataclasses
+from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
@@ -46,27 +47,29 @@ def build_worker(
     sized = dataclasses.replace(settings, database_pool_size=workers + 1)
     container = make_container(sized, database, JobIdentityProvider(), *providers)
 
+    def in_organization(payload: dict[str, Any]) -> AbstractAsyncContextManager[AsyncContainer]:
+        identity = Identity(user_id=WORKER_USER, org_id=str(payload["orgId"]), role=ADMIN_ROLE)
+        return container(context={Identity: identity})
+
     async def process_file(payload: dict[str, Any], last_attempt: bool) -> None:
-        org_id = str(payload["orgId"])
-        identity = Identity(user_id=WORKER_USER, org_id=org_id, role=ADMIN_ROLE)
-        async with container(context={Identity: identity}) as request:
+        async with in_organization(payload) as request:
             use_case = await request.get(ProcessFile)
             await use_case.execute(
                 ProcessFileCommand(
-                    org_id=org_id,
+                    org_id=str(payload["orgId"]),
                     file_record_id=int(payload["fileRecordId"]),
                     last_attempt=last_attempt,
                 )
             )
 
     async def reembed(payload: dict[str, Any], last_attempt: bool) -> None:
-        org_id = str(payload["orgId"])
-        identity = Identity(user_id=WORKER_USER, org_id=org_id, role=ADMIN_ROLE)
-        async with container(context={Identity: identity}) as request:
+        async with in_organization(payload) as request:
             use_case = await request.get(ReembedKnowledgeBase)
             await use_case.execute(
                 ReembedKnowledgeBaseCommand(
-                    org_id=org_id, kb_id=int(payload["kbId"]), last_attempt=last_attempt
+                    org_id=str(payload["orgId"]),
+                    kb_id=int(payload["kbId"]),
+                    last_attempt=last_attempt,
                 )
             )
 

@@ -90,6 +90,17 @@ async def upload(client, who, kb_id, name, content_type, data: bytes) -> dict:
     return created.json()["file"]
 
 
+async def until_indexed(client, who, within: float = 30.0) -> dict:
+    """The only knowledge base once it is no longer re-embedding."""
+    deadline = time.monotonic() + within
+    while True:
+        (current,) = (await client.get("/kb/manage", headers=who.headers)).json()["knowledgeBases"]
+        if current["status"] != "reindexing":
+            return current
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.2)
+
+
 async def settle(client, who, kb_id, count: int = 1, within: float = 30.0) -> list[dict]:
     """The knowledge base's files once `count` of them are in a terminal state."""
     deadline = time.monotonic() + within
@@ -271,15 +282,7 @@ async def test_changing_the_embedding_model_reembeds_then_swaps(
             headers=alice.headers,
         )
         assert changed.json()["knowledgeBase"]["status"] == "reindexing"
-        deadline = time.monotonic() + 30
-        while True:
-            (current,) = (await client.get("/kb/manage", headers=alice.headers)).json()[
-                "knowledgeBases"
-            ]
-            if current["status"] != "reindexing":
-                break
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+        current = await until_indexed(client, alice)
     assert current["status"] == "ready"
     assert (current["embeddingModel"], current["embeddingDimensions"]) == (
         "openai:text-embedding-3-small",
@@ -315,15 +318,7 @@ async def test_a_model_that_cannot_embed_keeps_the_old_index(
             json={"kbId": kb["id"], "embeddingModel": "openai:text-embedding-3-small"},
             headers=alice.headers,
         )
-        deadline = time.monotonic() + 30
-        while True:
-            (current,) = (await client.get("/kb/manage", headers=alice.headers)).json()[
-                "knowledgeBases"
-            ]
-            if current["status"] != "reindexing":
-                break
-            assert time.monotonic() < deadline
-            await asyncio.sleep(0.2)
+        current = await until_indexed(client, alice)
     assert current["status"] == "error"
     assert current["embeddingModel"] == "local:all-MiniLM-L6-v2"
     async with owner_engine.connect() as connection:

@@ -17,6 +17,15 @@ PROCESS_FILE = "file.process"
 REEMBED_KNOWLEDGE_BASE = "kb.reembed"
 
 
+def process_file_job(org_id: str, file_record_id: int) -> Job:
+    """The job that processes one file; at most one waits per file."""
+    return Job(
+        kind=PROCESS_FILE,
+        payload={"orgId": org_id, "fileRecordId": file_record_id},
+        dedupe_key=f"{PROCESS_FILE}:{file_record_id}",
+    )
+
+
 class JobQueue(Protocol):
     """A durable queue of jobs, written in the caller's transaction.
 

@@ -4,7 +4,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from application.ports.file_repository import FileRepository
-from application.ports.job_queue import PROCESS_FILE, Job, JobQueue
+from application.ports.job_queue import JobQueue, process_file_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.errors import Invalid, NotFound, field_error
@@ -95,13 +95,7 @@ class AssociateFile:
         if await self._knowledge_bases.get(org_id, kb_id, for_update=True) is None:
             raise NotFound(KB_NOT_FOUND)
         record = await self._files.add(new)
-        await self._jobs.enqueue(
-            Job(
-                kind=PROCESS_FILE,
-                payload={"orgId": org_id, "fileRecordId": record.id},
-                dedupe_key=f"{PROCESS_FILE}:{record.id}",
-            )
-        )
+        await self._jobs.enqueue(process_file_job(org_id, record.id))
         await self._uow.commit()
         return record
 

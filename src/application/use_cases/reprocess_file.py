@@ -3,7 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.file_repository import FileRepository
-from application.ports.job_queue import PROCESS_FILE, Job, JobQueue
+from application.ports.job_queue import JobQueue, process_file_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.errors import NotFound
@@ -51,13 +51,7 @@ class ReprocessFile:
         if file is None:
             raise NotFound(FILE_NOT_FOUND)
         await self._files.restart(org_id, file.id)
-        await self._jobs.enqueue(
-            Job(
-                kind=PROCESS_FILE,
-                payload={"orgId": org_id, "fileRecordId": file.id},
-                dedupe_key=f"{PROCESS_FILE}:{file.id}",
-            )
-        )
+        await self._jobs.enqueue(process_file_job(org_id, file.id))
         await self._uow.commit()
         restarted = await self._files.get_by_id(org_id, file.id)
         assert restarted is not None
