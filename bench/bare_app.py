@@ -32,7 +32,8 @@ KB_COLUMNS = (
     "knowledge_bases.embedding_dimensions, knowledge_bases.extraction_model, "
     "knowledge_bases.extraction_schema, knowledge_bases.source, knowledge_bases.trigger, "
     "knowledge_bases.pending_embedding_model, knowledge_bases.pending_embedding_dimensions, "
-    "knowledge_bases.reindex_error, knowledge_bases.created_at, knowledge_bases.updated_at"
+    "knowledge_bases.reindex_error, knowledge_bases.created_at, knowledge_bases.updated_at, "
+    "knowledge_bases.chunk_size, knowledge_bases.chunk_overlap"
 )
 GET_KB = (
     f"SELECT {KB_COLUMNS} FROM knowledge_bases "
@@ -109,6 +110,8 @@ class KnowledgeBaseOut(Camel):
     last_file_uploaded_at: datetime | None
     total_size: int
     status: str
+    chunk_size: int
+    chunk_overlap: int
 
 
 class FileList(Camel):
@@ -179,6 +182,8 @@ def _knowledge_base(r: asyncpg.Record) -> KnowledgeBaseOut:
         last_file_uploaded_at=r["last_file_uploaded_at"],
         total_size=int(r["total_size"]),
         status=_status(r),
+        chunk_size=r["chunk_size"],
+        chunk_overlap=r["chunk_overlap"],
     )
 
 
