@@ -18,7 +18,7 @@ from pathlib import Path
 
 import asyncpg
 import psutil
-from kb_endpoints import REPORT_TITLE, ROOT
+from kb_endpoints import ROOT
 
 DATABASE = "agent_platform"
 
@@ -164,23 +164,3 @@ def _tree(pid: int) -> list[psutil.Process]:
         return [root, *root.children(recursive=True)]
     except psutil.Error:
         return []
-
-
-def write_section(path: Path, title: str, text: str) -> None:
-    """Replace the `## title` section (up to the next `## `) or append it; the file is read
-    right before writing, so other benchmarks' sections written meanwhile are kept."""
-    current = path.read_text() if path.exists() else ""
-    if not current.strip():
-        current = (
-            f"{REPORT_TITLE}\n\nOne section per benchmark; re-running a benchmark rewrites only "
-            "its own section.\n"
-        )
-    lines = current.splitlines(keepends=True)
-    heading = f"## {title}"
-    start = next((i for i, x in enumerate(lines) if x.rstrip() == heading), None)
-    if start is None:
-        path.write_text(current.rstrip("\n") + "\n\n" + text)
-        return
-    end = next((i for i in range(start + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
-    rest = "".join(lines[end:])
-    path.write_text("".join(lines[:start]) + text + ("\n" + rest if rest else ""))

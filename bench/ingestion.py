@@ -40,7 +40,6 @@ from common import (
     median,
     owner_connection,
     postmaster,
-    write_section,
 )
 from corpus import Corpus, generate
 from kb_endpoints import (
@@ -56,6 +55,7 @@ from kb_endpoints import (
     stop_leftover_postgres,
     tail,
     wait_ready,
+    write_section,
 )
 
 SECTION_TITLE = "Ingestion throughput: full pipeline vs plain llama-index, 1 vs 2 workers"

@@ -411,8 +411,9 @@ def section(
     return "\n".join(lines)
 
 
-def write_section(path: Path, text: str) -> None:
-    """Replace this benchmark's `## ` section (up to the next one) or append it."""
+def write_section(path: Path, title: str, text: str) -> None:
+    """Replace the `## title` section (up to the next `## `) or append it; the file is read
+    right before writing, so other benchmarks' sections written meanwhile are kept."""
     current = path.read_text() if path.exists() else ""
     if not current.strip():
         current = (
@@ -420,7 +421,7 @@ def write_section(path: Path, text: str) -> None:
             "its own section.\n"
         )
     lines = current.splitlines(keepends=True)
-    heading = f"## {SECTION_TITLE}"
+    heading = f"## {title}"
     start = next((i for i, x in enumerate(lines) if x.rstrip() == heading), None)
     if start is None:
         path.write_text(current.rstrip("\n") + "\n\n" + text)
@@ -479,7 +480,7 @@ def run(args: argparse.Namespace) -> int:
     print()
     print(text)
     if not args.no_write:
-        write_section(REPORT, text)
+        write_section(REPORT, SECTION_TITLE, text)
         print(f"written to {REPORT}")
     return 0 if all(results.ratio(e) >= TARGET for e in ENDPOINTS) else 1
 

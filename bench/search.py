@@ -43,9 +43,8 @@ from common import (
     owner_connection,
     owner_url,
     percentile,
-    write_section,
 )
-from kb_endpoints import REPORT, BenchError, executable, stop_leftover_postgres
+from kb_endpoints import REPORT, BenchError, executable, stop_leftover_postgres, write_section
 from pgvector.asyncpg import register_vector
 
 SECTION_TITLE = "Filtered vector search: HNSW latency and recall@10"
