@@ -1,9 +1,11 @@
 """`StructuredExtractor` on chat models: any OpenAI-compatible endpoint, or the bundled
 SmolLM2 run in process by llama-cpp-python.
 
-Both ask for JSON constrained by the schema (OpenAI's `response_format: json_schema`;
-llama.cpp turns the schema into a grammar), and the answer is validated with `jsonschema`
-before it is returned, whatever the provider promised.
+Both ask for JSON constrained by the schema, and the answer is validated with `jsonschema`
+before it is returned, whatever the provider promised. OpenAI-compatible servers differ in how
+they take the schema: OpenAI and vLLM `response_format: {type: json_schema}`, llama-cpp-python
+`{type: json_object, schema}`. The first is tried first; a server that rejects it, naming
+`response_format`, is asked the second way from then on.
 """
 
 from __future__ import annotations
@@ -63,6 +65,7 @@ class ChatStructuredExtractor:
         self._local_threads = local_threads
         self._local: Any = None
         self._local_lock = threading.Lock()
+        self._schema_style = 0
 
     async def extract(
         self, *, model: str, schema: Mapping[str, Any], text: str, file_name: str
@@ -110,12 +113,15 @@ class ChatStructuredExtractor:
                 {"role": "system", "content": f"{INSTRUCTIONS}\n\nSchema:\n{json.dumps(schema)}"},
                 {"role": "user", "content": document},
             ],
-            "response_format": {
-                "type": "json_schema",
-                "json_schema": {"name": "extraction", "schema": schema},
-            },
         }
-        for attempt in range(1, self._max_attempts + 1):
+        styles = (
+            {"type": "json_schema", "json_schema": {"name": "extraction", "schema": schema}},
+            {"type": "json_object", "schema": schema},
+        )
+        attempt = 0
+        while attempt < self._max_attempts:
+            attempt += 1
+            body["response_format"] = styles[self._schema_style]
             try:
                 response = await self._http.post(
                     f"{self._base_url}/chat/completions",
@@ -129,6 +135,14 @@ class ChatStructuredExtractor:
                         "The extraction model could not be reached."
                     ) from None
                 await asyncio.sleep(0.5 * 2**attempt)
+                continue
+            if (
+                response.status_code >= 400
+                and self._schema_style + 1 < len(styles)
+                and "response_format" in response.text
+            ):
+                self._schema_style += 1
+                attempt -= 1
                 continue
             if response.status_code == 429 or response.status_code >= 500:
                 if attempt == self._max_attempts:
