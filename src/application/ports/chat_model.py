@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+
+class ChatModelError(Exception):
+    """A model call failed; `message` is safe to show to the member (no URL, key or trace)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ChatModelUnavailable(ChatModelError):
+    """The model named is not served by this deployment (unknown provider or local model)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolSpec:
+    """A tool the model may call: a name, what it does, and a JSON Schema of its arguments."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCall:
+    """A call the model asked for; `arguments` is the parsed JSON object it sent."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatTurn:
+    """One message of the prompt. An assistant turn may carry tool calls; a `tool` turn answers
+    one of them (`tool_call_id`) with `content`."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRequest:
+    """A prompt for one model call. `model` is the model's name at its provider (no prefix)."""
+
+    model: str
+    turns: Sequence[ChatTurn]
+    tools: Sequence[ToolSpec] = ()
+    max_output_tokens: int = 1024
+    temperature: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TextDelta:
+    """The next piece of the answer's text."""
+
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequested:
+    """The model asks for a tool call; emitted once the call's arguments are complete."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens the call consumed, as the provider counted them."""
+
+    input_tokens: int
+    output_tokens: int
+
+
+@dataclass(frozen=True, slots=True)
+class Finished:
+    """The call ended: `stop`, `length` (output limit reached) or `tool-calls`."""
+
+    reason: str
+
+
+ChatEvent = TextDelta | ToolCallRequested | Usage | Finished
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatModelInfo:
+    """What a model can do."""
+
+    supports_tools: bool
+    context_tokens: int = field(default=8192)
+
+
+class ChatModel(Protocol):
+    """A chat model that streams its answer.
+
+    `stream` yields `TextDelta`s and `ToolCallRequested`s as they come, then `Usage` (when the
+    provider reports it) and finally one `Finished`. A failure (unreachable, timed out, refused,
+    an answer that cannot be read) raises `ChatModelError` from the iteration, after whatever
+    was already yielded. Closing the iterator early (`aclose`) stops the generation and frees
+    what it holds: the consumer does that to cancel.
+    """
+
+    @property
+    def info(self) -> ChatModelInfo:
+        """The model's capabilities."""
+        ...
+
+    def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        """Start the call and yield its events."""
+        ...
+
+
+class ChatModelRegistry(Protocol):
+    """Chooses the chat model for a `provider:model` reference (`local:smollm2-135m`,
+    `openai:<any model>`)."""
+
+    def get(self, model: str) -> ChatModel:
+        """The model; `ChatModelUnavailable` when this deployment cannot serve it."""
+        ...

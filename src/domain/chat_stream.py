@@ -1,0 +1,92 @@
+"""The chunks of an assistant response as it streams: the AI SDK UI message stream protocol v1
+vocabulary, which is also how a response's progress is stored so that a client can resume it.
+
+Only the fields the protocol documents appear: a stock `useChat` client validates every chunk
+against a strict schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Chunk = dict[str, Any]
+
+START = "start"
+FINISH = "finish"
+ERROR = "error"
+ABORT = "abort"
+ENDINGS = frozenset({FINISH, ERROR, ABORT})
+
+
+def start(message_id: str) -> Chunk:
+    return {"type": "start", "messageId": message_id}
+
+
+def start_step() -> Chunk:
+    return {"type": "start-step"}
+
+
+def text_start(part_id: str) -> Chunk:
+    return {"type": "text-start", "id": part_id}
+
+
+def text_delta(part_id: str, delta: str) -> Chunk:
+    return {"type": "text-delta", "id": part_id, "delta": delta}
+
+
+def text_end(part_id: str) -> Chunk:
+    return {"type": "text-end", "id": part_id}
+
+
+def source_document(source_id: str, *, title: str, filename: str | None) -> Chunk:
+    chunk: Chunk = {
+        "type": "source-document",
+        "sourceId": source_id,
+        "mediaType": "text/plain",
+        "title": title,
+    }
+    if filename:
+        chunk["filename"] = filename
+    return chunk
+
+
+def tool_input_start(call_id: str, tool_name: str) -> Chunk:
+    return {"type": "tool-input-start", "toolCallId": call_id, "toolName": tool_name}
+
+
+def tool_input_available(call_id: str, tool_name: str, tool_input: Any) -> Chunk:
+    return {
+        "type": "tool-input-available",
+        "toolCallId": call_id,
+        "toolName": tool_name,
+        "input": tool_input,
+    }
+
+
+def tool_output_available(call_id: str, output: Any) -> Chunk:
+    return {"type": "tool-output-available", "toolCallId": call_id, "output": output}
+
+
+def tool_output_error(call_id: str, error_text: str) -> Chunk:
+    return {"type": "tool-output-error", "toolCallId": call_id, "errorText": error_text}
+
+
+def finish_step() -> Chunk:
+    return {"type": "finish-step"}
+
+
+def finish() -> Chunk:
+    return {"type": "finish"}
+
+
+def error(error_text: str) -> Chunk:
+    return {"type": "error", "errorText": error_text}
+
+
+def abort() -> Chunk:
+    return {"type": "abort"}
+
+
+def is_ending(chunk: Chunk) -> bool:
+    """Whether `chunk` is the last one of a response."""
+    return chunk.get("type") in ENDINGS

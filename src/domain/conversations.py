@@ -1,0 +1,299 @@
+"""Conversations: threads of messages with an agent, their titles and the state of the
+assistant's response."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import re
+import unicodedata
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from domain.errors import Invalid, field_error
+from domain.ids import parse_uuid
+
+CONVERSATION_NOT_FOUND = "Conversation not found"
+THREAD_ID_INVALID = "threadId must be a valid UUID"
+TITLE_WITH_THREAD = "title can only be given when creating a conversation"
+MAX_TITLE = 120
+FALLBACK_TITLE_LENGTH = 60
+GENERATED_TITLE_LENGTH = 80
+DEFAULT_TITLE = "New conversation"
+MAX_MESSAGES = 100
+MAX_PARTS = 50
+MAX_TEXT = 100_000
+MAX_LIST = 100
+DEFAULT_LIST = 20
+USER_PART_TYPES = ("text", "file")
+QUOTES = " \"'`*\u201c\u201d\u2018\u2019"
+
+
+class StreamStatus(StrEnum):
+    """The state of a conversation's latest assistant response."""
+
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def terminal(self) -> bool:
+        return self is not StreamStatus.IN_PROGRESS
+
+
+class TitleSource(StrEnum):
+    """Where the current title came from. Only a `fallback` title may be replaced by a
+    generated one; a rename (`renamed`, even to nothing) always wins."""
+
+    SUPPLIED = "supplied"
+    FALLBACK = "fallback"
+    GENERATED = "generated"
+    RENAMED = "renamed"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Conversation:
+    """A thread of messages between a member and an agent."""
+
+    thread_id: str
+    org_id: str
+    user_id: str
+    agent_id: int | None
+    title: str | None
+    title_source: TitleSource
+    title_version: int
+    upstream_conversation_id: str | None
+    stream_status: StreamStatus | None
+    created_at: datetime
+    updated_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewConversation:
+    """A conversation about to be created; `thread_id` is chosen by the caller."""
+
+    thread_id: str
+    org_id: str
+    user_id: str
+    agent_id: int
+    title: str | None
+    title_source: TitleSource
+    upstream_conversation_id: str | None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredMessage:
+    """A message of a conversation. `parts` use the chat message part vocabulary: `text`,
+    `file`, `source-document`, `tool-invocation`, `tool-result`."""
+
+    id: str
+    thread_id: str
+    role: str
+    parts: list[dict[str, Any]]
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatRun:
+    """One assistant response being produced (or produced) for a conversation."""
+
+    id: str
+    org_id: str
+    thread_id: str
+    message_id: str
+    status: StreamStatus
+    created_at: datetime
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConversationCursor:
+    """Where a page of the conversation list ends: newest first by `updated_at`, then id."""
+
+    updated_at: datetime
+    thread_id: str
+
+    def encode(self) -> str:
+        raw = json.dumps([self.updated_at.isoformat(), self.thread_id]).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @staticmethod
+    def decode(value: object) -> ConversationCursor | None:
+        """None for an absent cursor; `Invalid` for one this service did not hand out."""
+        if value is None or value == "":
+            return None
+        message = "cursor is not valid"
+        if not isinstance(value, str) or len(value) > 200:
+            raise Invalid(message, [field_error("cursor", "malformed")])
+        try:
+            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
+            stamp, thread_id = json.loads(raw)
+            updated_at = datetime.fromisoformat(stamp)
+        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
+            raise Invalid(message, [field_error("cursor", "malformed")]) from None
+        if updated_at.tzinfo is None:
+            raise Invalid(message, [field_error("cursor", "malformed")])
+        return ConversationCursor(updated_at=updated_at, thread_id=parse_uuid(thread_id, message))
+
+
+def parse_thread_id(value: object) -> str:
+    """A thread id is a uuid; any other value is 400."""
+    return parse_uuid(value, THREAD_ID_INVALID)
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(c) == "Cc" for c in text)
+
+
+def validate_title(value: object, *, field: str = "title") -> str:
+    """A title is 1 to 120 characters after trimming, on one line, without control characters."""
+    if not isinstance(value, str):
+        raise Invalid(f"{field} must be a string", [field_error(field, "expected a string")])
+    title = value.strip()
+    if not title:
+        raise Invalid(f"{field} must not be empty", [field_error(field, "empty after trimming")])
+    if len(title) > MAX_TITLE:
+        raise Invalid(
+            f"{field} must be at most {MAX_TITLE} characters", [field_error(field, "too long")]
+        )
+    if "\n" in title or "\r" in title or "\u2028" in title or "\u2029" in title:
+        raise Invalid(f"{field} must be a single line", [field_error(field, "contains a newline")])
+    if _has_control(title):
+        raise Invalid(
+            f"{field} must not contain control characters",
+            [field_error(field, "contains a control character")],
+        )
+    return title
+
+
+def _clean_line(text: str) -> str:
+    kept = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text)
+    return re.sub(r"\s+", " ", kept).strip()
+
+
+def _shorten(text: str, limit: int) -> str:
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rfind(" ")]
+    return cut.rstrip(" ,.;:-") + "…"
+
+
+def fallback_title(text: str, file_names: list[str]) -> str:
+    """The title a conversation gets at once: the first line of the first message, shortened to
+    about 60 characters at a word boundary; else the first attachment's name."""
+    for line in text.splitlines():
+        cleaned = _clean_line(line)
+        if cleaned:
+            return _shorten(cleaned, FALLBACK_TITLE_LENGTH)
+    for name in file_names:
+        cleaned = _clean_line(name)
+        if cleaned:
+            return _shorten(cleaned, FALLBACK_TITLE_LENGTH)
+    return DEFAULT_TITLE
+
+
+def clean_generated_title(answer: str) -> str | None:
+    """A model's answer made into a title: its first non-empty line without Markdown, quotes
+    or a `Title:` label, at most 80 characters; None when nothing usable is left."""
+    for line in answer.splitlines():
+        cleaned = _clean_line(line)
+        cleaned = re.sub(r"^(#+|\*+|-)\s*", "", cleaned)
+        cleaned = re.sub(r"^title\s*:\s*", "", cleaned, flags=re.IGNORECASE)
+        cleaned = cleaned.strip(QUOTES).strip()
+        cleaned = cleaned.rstrip(".")
+        if cleaned:
+            return _shorten(cleaned, GENERATED_TITLE_LENGTH)
+    return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserMessage:
+    """The validated message a member sends: its parts, its text and its attachments' names."""
+
+    parts: list[dict[str, Any]]
+
+    @property
+    def text(self) -> str:
+        return "\n\n".join(str(p["text"]) for p in self.parts if p["type"] == "text")
+
+    @property
+    def file_names(self) -> list[str]:
+        return [str(p.get("filename") or "") for p in self.parts if p["type"] == "file"]
+
+
+def _invalid(message: str, where: str) -> Invalid:
+    return Invalid(message, [field_error(where, message)])
+
+
+def _validate_part(part: object, where: str) -> dict[str, Any]:
+    if not isinstance(part, Mapping):
+        raise _invalid("Each part must be an object", where)
+    kind = part.get("type")
+    if kind == "text":
+        text = part.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise _invalid("A text part needs non-empty text", f"{where}.text")
+        if len(text) > MAX_TEXT:
+            raise _invalid(f"A text part may hold at most {MAX_TEXT} characters", f"{where}.text")
+        return {"type": "text", "text": text}
+    if kind == "file":
+        url = part.get("url")
+        media_type = part.get("mediaType")
+        filename = part.get("filename")
+        if not isinstance(url, str) or not url:
+            raise _invalid("A file part needs a url", f"{where}.url")
+        if not isinstance(media_type, str) or "/" not in media_type:
+            raise _invalid("A file part needs a mediaType", f"{where}.mediaType")
+        if filename is not None and not isinstance(filename, str):
+            raise _invalid("filename must be a string", f"{where}.filename")
+        stored: dict[str, Any] = {"type": "file", "mediaType": media_type, "url": url}
+        if filename:
+            stored["filename"] = filename
+        return stored
+    raise _invalid(
+        f"Unsupported part type {kind!r}; a user message may hold: " + ", ".join(USER_PART_TYPES),
+        f"{where}.type",
+    )
+
+
+def validate_messages(value: object) -> UserMessage:
+    """The request's `messages`: a non-empty list whose last element is the message being sent.
+    It must have role `user` and at least one part; text parts need text."""
+    if not isinstance(value, list) or not value:
+        raise _invalid("messages must be a non-empty array", "messages")
+    if len(value) > MAX_MESSAGES:
+        raise _invalid(f"messages may hold at most {MAX_MESSAGES} entries", "messages")
+    index = len(value) - 1
+    message = value[index]
+    where = f"messages[{index}]"
+    if not isinstance(message, Mapping):
+        raise _invalid("Each message must be an object", where)
+    if message.get("role") != "user":
+        raise _invalid("The message sent must have role user", f"{where}.role")
+    parts = message.get("parts")
+    if not isinstance(parts, list) or not parts:
+        raise _invalid("A message needs a non-empty parts array", f"{where}.parts")
+    if len(parts) > MAX_PARTS:
+        raise _invalid(f"A message may hold at most {MAX_PARTS} parts", f"{where}.parts")
+    return UserMessage(
+        parts=[_validate_part(p, f"{where}.parts[{i}]") for i, p in enumerate(parts)]
+    )
+
+
+def validate_list_limit(value: object) -> int:
+    """A page size from 1 to 100, default 20."""
+    if value is None or value == "":
+        return DEFAULT_LIST
+    try:
+        limit = int(str(value))
+    except ValueError:
+        raise _invalid(f"limit must be an integer from 1 to {MAX_LIST}", "limit") from None
+    if not 1 <= limit <= MAX_LIST:
+        raise _invalid(f"limit must be an integer from 1 to {MAX_LIST}", "limit")
+    return limit
