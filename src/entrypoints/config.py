@@ -3,14 +3,19 @@ per bad value."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from domain.agents import DEFAULT_CHAT_MODEL, validate_chat_model
+from domain.errors import Invalid
 from domain.models import DEFAULT_EMBEDDING_MODEL
+from domain.usage import ModelPrice
 
 LOG_FORMATS = ("console", "json")
 STORAGES = ("local", "s3")
@@ -57,6 +62,10 @@ class Settings:
     openai_api_key: str | None = None
     extract_max_pages: int = 1000
     torch_threads: int = 2
+    default_chat_model: str = DEFAULT_CHAT_MODEL
+    model_prices: dict[str, ModelPrice] = field(default_factory=dict)
+    chat_timeout: int = 120
+    local_llm_threads: int = 2
 
     @property
     def effective_public_url(self) -> str:
@@ -172,7 +181,44 @@ class Settings:
             openai_api_key=text("AP_OPENAI_API_KEY"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
             torch_threads=integer("AP_TORCH_THREADS", 2, 1, 256),
+            default_chat_model=_chat_model(
+                "AP_DEFAULT_CHAT_MODEL", text("AP_DEFAULT_CHAT_MODEL"), problems
+            ),
+            model_prices=_prices("AP_MODEL_PRICES", text("AP_MODEL_PRICES"), problems),
+            chat_timeout=integer("AP_CHAT_TIMEOUT", 120, 5, 3600),
+            local_llm_threads=integer("AP_LOCAL_LLM_THREADS", 2, 1, 256),
         )
         if problems:
             raise ConfigError(problems)
         return settings
+
+
+def _chat_model(name: str, value: str | None, problems: list[str]) -> str:
+    if value is None:
+        return DEFAULT_CHAT_MODEL
+    try:
+        return validate_chat_model(value, field=name)
+    except Invalid as error:
+        problems.append(f"{name}: {error.message}")
+        return DEFAULT_CHAT_MODEL
+
+
+def _prices(name: str, value: str | None, problems: list[str]) -> dict[str, ModelPrice]:
+    """`{"provider:model": {"input": usd, "output": usd}}`, per million tokens."""
+    if value is None:
+        return {}
+    try:
+        raw = json.loads(value)
+        return {
+            validate_chat_model(model, field=name): ModelPrice(
+                Decimal(str(price["input"])), Decimal(str(price["output"]))
+            )
+            for model, price in raw.items()
+        }
+    except (ValueError, TypeError, KeyError, AttributeError, InvalidOperation, Invalid):
+        problems.append(
+            f"{name} must be JSON such as "
+            '{"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6}} '
+            "(US dollars per million tokens)"
+        )
+        return {}
