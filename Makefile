@@ -3,6 +3,8 @@ PY ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# Inside node_modules: `npm ci` wipes it, and deleting node_modules forces a reinstall.
+NODE_STAMP := tests/node/node_modules/.installed
 
 .PHONY: serve test install lint worker bench
 
@@ -13,6 +15,11 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install --quiet torch==2.13.0
 	$(BIN)/pip install --quiet -e '.[dev]'
 	touch $(STAMP)
+
+# The `ai` npm package whose own parser the stream tests run under Node (>= 18).
+$(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
+	npm ci --prefix tests/node --no-audit --no-fund
+	touch $(NODE_STAMP)
 
 install: $(STAMP)
 
@@ -25,7 +32,7 @@ lint: $(STAMP)
 	$(BIN)/mypy src
 	$(BIN)/lint-imports
 
-test: lint
+test: lint $(NODE_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider
 
 # One after the other (they measure the same 2 cores); kb_endpoints needs wrk (apt-get install
