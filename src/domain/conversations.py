@@ -15,6 +15,7 @@ from enum import StrEnum
 from typing import Any
 
 from domain.errors import Invalid, field_error
+from domain.identity import Caller
 from domain.ids import parse_uuid
 
 CONVERSATION_NOT_FOUND = "Conversation not found"
@@ -140,6 +141,14 @@ class ConversationCursor:
         return ConversationCursor(updated_at=updated_at, thread_id=parse_uuid(thread_id, message))
 
 
+def visible_to(conversation: Conversation, caller: Caller) -> bool:
+    """A conversation belongs to the member who started it; an organization admin may also read,
+    rename and delete it. To anyone else it does not exist (404, like a missing one)."""
+    if conversation.org_id != caller.org_id:
+        return False
+    return conversation.user_id == caller.user_id or caller.is_admin
+
+
 def parse_thread_id(value: object) -> str:
     """A thread id is a uuid; any other value is 400."""
     return parse_uuid(value, THREAD_ID_INVALID)
@@ -206,7 +215,8 @@ def clean_generated_title(answer: str) -> str | None:
         cleaned = re.sub(r"^(#+|\*+|-)\s*", "", cleaned)
         cleaned = re.sub(r"^title\s*:\s*", "", cleaned, flags=re.IGNORECASE)
         cleaned = cleaned.strip(QUOTES).strip()
-        cleaned = cleaned.rstrip(".")
+        # A quoted title followed by a full stop (`"Trip plans".`) loses both.
+        cleaned = cleaned.rstrip(".").rstrip(QUOTES)
         if cleaned:
             return _shorten(cleaned, GENERATED_TITLE_LENGTH)
     return None

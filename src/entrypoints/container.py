@@ -22,6 +22,7 @@ from dishka import (
     provide_all,
 )
 
+from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.chunking.llama_index_chunker import LlamaIndexChunker
 from adapters.clock import SystemClock
 from adapters.embeddings.registry import DefaultEmbedderRegistry
@@ -39,6 +40,7 @@ from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
 from adapters.storage.s3 import S3ObjectStorage, s3_client
 from adapters.structured.chat_extractor import ChatStructuredExtractor
+from application.ports.chat_model import ChatModelRegistry
 from application.ports.chunk_repository import ChunkRepository
 from application.ports.chunker import Chunker
 from application.ports.clock import Clock
@@ -68,7 +70,9 @@ from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
 from domain.extraction import ExtractionLimits
 from domain.identity import Caller, Identity
 from domain.uploads import UploadPolicy
+from entrypoints.agent_providers import AgentProvider
 from entrypoints.config import Settings
+from entrypoints.conversation_providers import ConversationProvider
 from entrypoints.database import Database
 
 MEMBER_RECORD_TTL = 300.0
@@ -86,6 +90,9 @@ class RecentlySeen:
     def is_fresh(self, identity: Identity) -> bool:
         seen_at = self._seen.get(identity)
         return seen_at is not None and time.monotonic() - seen_at < self._ttl
+
+    def forget_all(self) -> None:
+        self._seen.clear()
 
     def mark(self, identity: Identity) -> None:
         if len(self._seen) >= self._limit:
@@ -202,6 +209,16 @@ class InfrastructureProvider(Provider):
         )
 
     @provide
+    def chat_models(self, settings: Settings, client: httpx.AsyncClient) -> ChatModelRegistry:
+        return DefaultChatModelRegistry(
+            http_client=client,
+            openai_base_url=settings.openai_base_url,
+            openai_api_key=settings.openai_api_key,
+            timeout=settings.chat_timeout,
+            local_threads=settings.local_llm_threads,
+        )
+
+    @provide
     def processing_limits(self, settings: Settings) -> ProcessingLimits:
         return ProcessingLimits(
             max_object_size=settings.max_upload_size,
@@ -309,6 +326,8 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
     return make_async_container(
         InfrastructureProvider(),
         RequestProvider(),
+        AgentProvider(),
+        ConversationProvider(),
         *providers,
         context={Settings: settings, Database: database},
     )

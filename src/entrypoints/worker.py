@@ -12,7 +12,11 @@ import asyncpg
 from dishka import AsyncContainer, Provider, Scope, from_context
 
 from adapters.queue.worker import PgQueuerWorker, RetryPolicy
-from application.ports.job_queue import PROCESS_FILE, REEMBED_KNOWLEDGE_BASE
+from application.ports.job_queue import GENERATE_TITLE, PROCESS_FILE, REEMBED_KNOWLEDGE_BASE
+from application.use_cases.generate_conversation_title import (
+    GenerateConversationTitle,
+    GenerateConversationTitleCommand,
+)
 from application.use_cases.process_file import ProcessFile, ProcessFileCommand
 from application.use_cases.reembed_knowledge_base import (
     ReembedKnowledgeBase,
@@ -22,9 +26,12 @@ from domain.identity import ADMIN_ROLE, Identity
 from entrypoints.config import Settings
 from entrypoints.container import make_container
 from entrypoints.database import Database
+from entrypoints.title_providers import TitleProvider
 
 WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)
+# Answers send a heartbeat every 10 s while they run; six missed ones mean their process died.
+CHAT_STALLED_AFTER = timedelta(seconds=60)
 
 
 class JobIdentityProvider(Provider):
@@ -45,7 +52,7 @@ def build_worker(
     workers = concurrency or settings.worker_concurrency
     # The worker's own pool: one connection per job in hand, one for the reaper.
     sized = dataclasses.replace(settings, database_pool_size=workers + 1)
-    container = make_container(sized, database, JobIdentityProvider(), *providers)
+    container = make_container(sized, database, JobIdentityProvider(), TitleProvider(), *providers)
 
     def in_organization(payload: dict[str, Any]) -> AbstractAsyncContextManager[AsyncContainer]:
         identity = Identity(user_id=WORKER_USER, org_id=str(payload["orgId"]), role=ADMIN_ROLE)
@@ -73,15 +80,33 @@ def build_worker(
                 )
             )
 
+    async def generate_title(payload: dict[str, Any], last_attempt: bool) -> None:
+        async with in_organization(payload) as request:
+            use_case = await request.get(GenerateConversationTitle)
+            await use_case.execute(
+                GenerateConversationTitleCommand(
+                    org_id=str(payload["orgId"]),
+                    thread_id=str(payload["threadId"]),
+                    title_version=int(payload["titleVersion"]),
+                )
+            )
+
     async def reap() -> int:
         pool = await container.get(asyncpg.Pool)
         async with pool.acquire() as connection:
             rows = await connection.fetch("SELECT * FROM ap_reap_stalled_files($1)", STALLED_AFTER)
-        return len(rows)
+            runs = await connection.fetch(
+                "SELECT * FROM ap_reap_stalled_chat_runs($1)", CHAT_STALLED_AFTER
+            )
+        return len(rows) + len(runs)
 
     worker = PgQueuerWorker(
         database.url,
-        {PROCESS_FILE: process_file, REEMBED_KNOWLEDGE_BASE: reembed},
+        {
+            PROCESS_FILE: process_file,
+            REEMBED_KNOWLEDGE_BASE: reembed,
+            GENERATE_TITLE: generate_title,
+        },
         app_role=settings.database_app_role,
         concurrency=workers,
         retry=retry,

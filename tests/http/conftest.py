@@ -8,7 +8,7 @@ from litestar.testing import AsyncTestClient
 
 from adapters.identity.dev_provider import DevIdentityProvider
 from entrypoints.config import Settings
-from entrypoints.container import dev_identity_provider
+from entrypoints.container import RecentlySeen, dev_identity_provider
 from entrypoints.http.app import create_app
 
 
@@ -25,12 +25,21 @@ def idp(settings) -> DevIdentityProvider:
 
 @pytest.fixture(scope="session")
 async def session_client(settings, database) -> AsyncIterator[AsyncTestClient]:
-    async with AsyncTestClient(app=create_app(settings, database)) as client:
+    app = create_app(settings, database)
+    async with AsyncTestClient(app=app) as client:
+        client.ap_app = app  # type: ignore[attr-defined]
         yield client
+
+
+async def forget_members(client: AsyncTestClient) -> None:
+    """The app remembers members it provisioned lately; `clean` has just deleted them."""
+    seen = await client.ap_app.app.state.dishka_container.get(RecentlySeen)  # type: ignore[attr-defined]
+    seen.forget_all()
 
 
 @pytest.fixture
 async def client(session_client, clean) -> AsyncTestClient:
+    await forget_members(session_client)
     return session_client
 
 

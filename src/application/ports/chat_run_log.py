@@ -14,6 +14,10 @@ class ChatRunLog(Protocol):
     organization, so a response that takes minutes holds no database connection in between.
     Chunks are numbered from 0 in the order they were streamed; the assistant message's parts
     are rewritten with each append, so that what was produced survives any failure.
+    A run that has already ended (finished, or failed as stalled) or no longer exists (its
+    conversation was deleted) takes no more writes: `append` and `heartbeat` then return True,
+    as for a cancel, so that its producer stops; `finish` does nothing. None of them raises
+    for it.
     """
 
     async def append(
@@ -26,7 +30,8 @@ class ChatRunLog(Protocol):
         parts: list[dict[str, Any]],
     ) -> bool:
         """Store chunks `first_seq…` and the message's parts so far, and mark the run alive.
-        Returns True when a cancel was requested for the run."""
+        Returns True when a cancel was requested for the run (or it ended or is gone). Storing
+        the same seqs again changes nothing."""
         ...
 
     async def heartbeat(self, org_id: str, run_id: str) -> bool:

@@ -33,7 +33,3 @@ class ChatStreams(Protocol):
     def follow(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
         """Every chunk of the run from the first, then the new ones until it ends."""
         ...
-
-    def cancel_local(self, run_id: str) -> bool:
-        """Stop a run produced in this process at once; False when it is not here."""
-        ...

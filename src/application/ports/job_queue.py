@@ -15,6 +15,7 @@ class Job:
 
 PROCESS_FILE = "file.process"
 REEMBED_KNOWLEDGE_BASE = "kb.reembed"
+GENERATE_TITLE = "chat.title"
 
 
 def process_file_job(org_id: str, file_record_id: int) -> Job:
@@ -23,6 +24,15 @@ def process_file_job(org_id: str, file_record_id: int) -> Job:
         kind=PROCESS_FILE,
         payload={"orgId": org_id, "fileRecordId": file_record_id},
         dedupe_key=f"{PROCESS_FILE}:{file_record_id}",
+    )
+
+
+def generate_title_job(org_id: str, thread_id: str, title_version: int) -> Job:
+    """The job that names a new conversation; at most one waits per conversation."""
+    return Job(
+        kind=GENERATE_TITLE,
+        payload={"orgId": org_id, "threadId": thread_id, "titleVersion": title_version},
+        dedupe_key=f"{GENERATE_TITLE}:{thread_id}",
     )
 
 

@@ -17,9 +17,13 @@ from litestar.types import ASGIApp
 from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
+from entrypoints.chat import ChatProvider
 from entrypoints.config import Settings
 from entrypoints.container import make_container
 from entrypoints.database import Database
+from entrypoints.http.controllers.agents import AgentController
+from entrypoints.http.controllers.chat import ChatController
+from entrypoints.http.controllers.conversations import ConversationController
 from entrypoints.http.controllers.files import FileController
 from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
 from entrypoints.http.controllers.search import search_knowledge_bases
@@ -54,10 +58,15 @@ async def _warm_up(app: Litestar) -> None:
 
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
     """The Litestar app with its container; `providers` override any default adapter."""
-    container = make_container(settings, database, HttpIdentityProvider(), *providers)
+    container = make_container(
+        settings, database, HttpIdentityProvider(), ChatProvider(), *providers
+    )
     handlers: list[Any] = [
         KnowledgeBaseController,
+        ChatController,
         FileController,
+        AgentController,
+        ConversationController,
         search_knowledge_bases,
         presign_upload,
         health,

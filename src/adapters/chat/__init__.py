@@ -1,0 +1,1 @@
+"""Chat models and the live chat streams."""

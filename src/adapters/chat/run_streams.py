@@ -1,0 +1,101 @@
+"""`ChatStreams` for one server process among several: runs produced here are read from
+memory as they are emitted; runs produced by another process are read from the run log
+(polled) as that process stores them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+
+from application.ports.chat_run_log import ChatRunLog
+from domain.chat_stream import Chunk, is_ending
+
+POLL_INTERVAL = 0.1
+
+
+@dataclass(slots=True)
+class _LocalRun:
+    chunks: list[Chunk] = field(default_factory=list)
+    closed: bool = False
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def wake(self) -> None:
+        # Readers wait on the event they saw; a fresh one is armed for the next change.
+        changed, self.changed = self.changed, asyncio.Event()
+        changed.set()
+
+
+class _Writer:
+    def __init__(self, streams: InProcessChatStreams, run_id: str, run: _LocalRun) -> None:
+        self._streams = streams
+        self._run_id = run_id
+        self._run = run
+
+    def emit(self, chunk: Chunk) -> None:
+        if self._run.closed:
+            return
+        self._run.chunks.append(chunk)
+        self._run.wake()
+
+    def close(self) -> None:
+        if not self._run.closed:
+            self._run.closed = True
+            self._run.wake()
+            self._streams.forget(self._run_id, self._run)
+
+
+class InProcessChatStreams:
+    """Live readers of runs being produced, here or elsewhere."""
+
+    def __init__(self, runs: ChatRunLog, *, poll_interval: float = POLL_INTERVAL) -> None:
+        self._runs = runs
+        self._poll_interval = poll_interval
+        self._local: dict[str, _LocalRun] = {}
+
+    def open(self, run_id: str) -> _Writer:
+        run = _LocalRun()
+        self._local[run_id] = run
+        return _Writer(self, run_id, run)
+
+    def forget(self, run_id: str, run: _LocalRun) -> None:
+        # A reader attached before the close keeps its reference and reads to the end; later
+        # readers find the finished run in the log.
+        if self._local.get(run_id) is run:
+            del self._local[run_id]
+
+    @property
+    def local_runs(self) -> int:
+        return len(self._local)
+
+    def follow(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
+        run = self._local.get(run_id)
+        if run is not None:
+            return self._follow_local(run)
+        return self._follow_log(org_id, run_id)
+
+    @staticmethod
+    async def _follow_local(run: _LocalRun) -> AsyncIterator[Chunk]:
+        index = 0
+        while True:
+            changed = run.changed
+            while index < len(run.chunks):
+                yield run.chunks[index]
+                index += 1
+            if run.closed:
+                return
+            await changed.wait()
+
+    async def _follow_log(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
+        seen = -1
+        while True:
+            chunks, status = await self._runs.read(org_id, run_id, after_seq=seen)
+            for chunk in chunks:
+                yield chunk
+                if is_ending(chunk):
+                    return
+            seen += len(chunks)
+            if status is None or (status.terminal and not chunks):
+                return
+            if not chunks:
+                await asyncio.sleep(self._poll_interval)

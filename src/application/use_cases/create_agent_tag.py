@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.agent_repository import AgentRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.agents import AgentTag, require_agent_manager, validate_tag_color, validate_tag_name
+from domain.identity import Caller
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateAgentTagCommand:
+    caller: Caller
+    name: object
+    color: object = None
+
+
+class CreateAgentTag:
+    """Create a tag for the organization's agents.
+
+    Rules: only an agent manager may (403 otherwise). The name is required (1 to 64
+    characters, trimmed) and unique within the organization (409 otherwise); the colour is
+    optional, `#RRGGBB`, stored in lower case.
+    """
+
+    def __init__(self, agents: AgentRepository, uow: UnitOfWork) -> None:
+        self._agents = agents
+        self._uow = uow
+
+    async def execute(self, command: CreateAgentTagCommand) -> AgentTag:
+        require_agent_manager(command.caller)
+        name = validate_tag_name(command.name)
+        color = validate_tag_color(command.color)
+        tag = await self._agents.add_tag(command.caller.org_id, name, color)
+        await self._uow.commit()
+        return tag

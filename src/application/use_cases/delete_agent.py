@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.agent_repository import AgentRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, require_agent_manager
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.ids import parse_positive_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteAgentCommand:
+    caller: Caller
+    agent_id: object
+
+
+class DeleteAgent:
+    """Delete an agent of the caller's organization.
+
+    Rules: only an agent manager may (403 otherwise). `agent_id` must be a positive integer
+    (400 "Valid agent ID is required"); a missing or foreign agent is 404 "Agent not found".
+    Its links to knowledge bases and tags go with it; its conversations stay, no longer linked
+    to an agent.
+    """
+
+    def __init__(self, agents: AgentRepository, uow: UnitOfWork) -> None:
+        self._agents = agents
+        self._uow = uow
+
+    async def execute(self, command: DeleteAgentCommand) -> None:
+        require_agent_manager(command.caller)
+        agent_id = parse_positive_id(command.agent_id, AGENT_ID_REQUIRED)
+        if not await self._agents.delete(command.caller.org_id, agent_id):
+            raise NotFound(AGENT_NOT_FOUND)
+        await self._uow.commit()

@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.agent_repository import AgentRepository
+from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, Agent
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.ids import parse_positive_id
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetAgentQuery:
+    caller: Caller
+    agent_id: object
+
+
+class GetAgent:
+    """One agent of the caller's organization with its tags.
+
+    Rules: every member may read agents. `agent_id` must be a positive integer (400 "Valid agent
+    ID is required"); an agent that is missing or belongs to another organization is 404 "Agent
+    not found".
+    """
+
+    def __init__(self, agents: AgentRepository) -> None:
+        self._agents = agents
+
+    async def execute(self, query: GetAgentQuery) -> Agent:
+        agent_id = parse_positive_id(query.agent_id, AGENT_ID_REQUIRED)
+        agent = await self._agents.get(query.caller.org_id, agent_id)
+        if agent is None:
+            raise NotFound(AGENT_NOT_FOUND)
+        return agent

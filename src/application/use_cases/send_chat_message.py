@@ -1,0 +1,160 @@
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass
+
+from application.ports.agent_repository import AgentRepository
+from application.ports.chat_launcher import BackgroundTasks
+from application.ports.chat_streams import ChatStreams
+from application.ports.conversation_repository import ConversationRepository
+from application.ports.job_queue import JobQueue, generate_title_job
+from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.generate_chat_response import (
+    GenerateChatResponse,
+    GenerateChatResponseCommand,
+)
+from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND
+from domain.conversations import (
+    CONVERSATION_NOT_FOUND,
+    TITLE_WITH_THREAD,
+    NewConversation,
+    TitleSource,
+    fallback_title,
+    parse_thread_id,
+    validate_messages,
+    validate_title,
+)
+from domain.errors import Conflict, Invalid, NotFound, field_error
+from domain.identity import Caller
+from domain.ids import parse_positive_id, parse_uuid
+
+RESPONSE_RUNNING = "A response is still being generated in this conversation"
+OTHER_AGENT = "This conversation is with another agent"
+UPSTREAM_INVALID = "upstreamConversationId must be a valid UUID"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SendChatMessageCommand:
+    caller: Caller
+    agent_id: object
+    messages: object
+    thread_id: object = None
+    upstream_conversation_id: object = None
+    title: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ChatStarted:
+    """The conversation the message went to and the response now being produced."""
+
+    thread_id: str
+    run_id: str
+    message_id: str
+    created: bool
+
+
+class SendChatMessage:
+    """Send a member's message to an agent and start the agent's answer in the background.
+
+    Rules: `messages` must end with the message being sent (role `user`, at least one part,
+    text parts with text); `agentId` must be an agent of the caller's organization (404 "Agent
+    not found"). Without `threadId` a conversation is created (its id generated): a supplied
+    `title` is validated and kept, otherwise the fallback from the message is saved at once and
+    a background job asks a model for a better one. With `threadId` the conversation must exist
+    and be the caller's (404 otherwise), be with the same agent, have no answer still running
+    (409), and `title` may not be given (400). `upstreamConversationId` (a uuid) is stored on
+    creation. The message, the empty assistant message and the run are committed together;
+    only then does the answer start, independent of the request.
+    """
+
+    def __init__(
+        self,
+        agents: AgentRepository,
+        conversations: ConversationRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+        streams: ChatStreams,
+        tasks: BackgroundTasks,
+        generate: GenerateChatResponse,
+    ) -> None:
+        self._agents = agents
+        self._conversations = conversations
+        self._jobs = jobs
+        self._uow = uow
+        self._streams = streams
+        self._tasks = tasks
+        self._generate = generate
+
+    async def execute(self, command: SendChatMessageCommand) -> ChatStarted:
+        caller = command.caller
+        message = validate_messages(command.messages)
+        if command.agent_id is None:
+            raise Invalid(AGENT_ID_REQUIRED, [field_error("agentId", "required")])
+        agent_id = parse_positive_id(command.agent_id, AGENT_ID_REQUIRED)
+        thread_id = None if command.thread_id is None else parse_thread_id(command.thread_id)
+        title = None
+        if command.title is not None:
+            if thread_id is not None:
+                raise Invalid(TITLE_WITH_THREAD, [field_error("title", TITLE_WITH_THREAD)])
+            title = validate_title(command.title)
+        upstream = None
+        if command.upstream_conversation_id is not None:
+            upstream = parse_uuid(command.upstream_conversation_id, UPSTREAM_INVALID)
+        agent = await self._agents.get(caller.org_id, agent_id)
+        if agent is None:
+            raise NotFound(AGENT_NOT_FOUND)
+
+        created = thread_id is None
+        if thread_id is None:
+            thread_id = str(uuid.uuid4())
+            source = TitleSource.SUPPLIED if title is not None else TitleSource.FALLBACK
+            conversation = await self._conversations.add(
+                NewConversation(
+                    thread_id=thread_id,
+                    org_id=caller.org_id,
+                    user_id=caller.user_id,
+                    agent_id=agent.id,
+                    title=title or fallback_title(message.text, message.file_names),
+                    title_source=source,
+                    upstream_conversation_id=upstream,
+                )
+            )
+            if source is TitleSource.FALLBACK:
+                await self._jobs.enqueue(
+                    generate_title_job(caller.org_id, thread_id, conversation.title_version)
+                )
+        else:
+            existing = await self._conversations.get(caller.org_id, thread_id, for_update=True)
+            if existing is None or existing.user_id != caller.user_id:
+                raise NotFound(CONVERSATION_NOT_FOUND)
+            if existing.agent_id != agent.id:
+                raise Invalid(OTHER_AGENT, [field_error("agentId", OTHER_AGENT)])
+            if await self._conversations.running_run(caller.org_id, thread_id) is not None:
+                raise Conflict(RESPONSE_RUNNING)
+
+        await self._conversations.add_message(
+            caller.org_id, thread_id, message_id=str(uuid.uuid4()), role="user", parts=message.parts
+        )
+        run_id = str(uuid.uuid4())
+        message_id = str(uuid.uuid4())
+        await self._conversations.start_run(
+            caller.org_id, thread_id, run_id=run_id, message_id=message_id
+        )
+        history = await self._conversations.messages(caller.org_id, thread_id)
+        await self._uow.commit()
+
+        writer = self._streams.open(run_id)
+        generation = GenerateChatResponseCommand(
+            caller=caller,
+            thread_id=thread_id,
+            run_id=run_id,
+            message_id=message_id,
+            agent=agent,
+            history=[m for m in history if m.id != message_id],
+        )
+        self._tasks.spawn(
+            "chat-response", lambda: self._generate.execute(generation, writer), key=run_id
+        )
+        return ChatStarted(
+            thread_id=thread_id, run_id=run_id, message_id=message_id, created=created
+        )

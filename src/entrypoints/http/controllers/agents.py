@@ -1,0 +1,152 @@
+"""`/agents` and `/agents/tags`: manage the organization's agents and their tags."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, delete, get, patch, post
+from litestar.params import JSONBody, QueryParameter
+
+from application.use_cases.create_agent import CreateAgent, CreateAgentCommand
+from application.use_cases.create_agent_tag import CreateAgentTag, CreateAgentTagCommand
+from application.use_cases.delete_agent import DeleteAgent, DeleteAgentCommand
+from application.use_cases.delete_agent_tag import DeleteAgentTag, DeleteAgentTagCommand
+from application.use_cases.get_agent import GetAgent, GetAgentQuery
+from application.use_cases.list_agent_tags import ListAgentTags, ListAgentTagsQuery
+from application.use_cases.list_agents import ListAgents, ListAgentsQuery
+from application.use_cases.update_agent import UpdateAgent, UpdateAgentCommand
+from domain.identity import Caller
+from entrypoints.http.agent_schemas import (
+    AgentListResponse,
+    AgentOut,
+    AgentResponse,
+    AgentTagListResponse,
+    AgentTagOut,
+    AgentTagResponse,
+    CreateAgentBody,
+    CreateAgentTagBody,
+    UpdateAgentBody,
+)
+from entrypoints.http.openapi import errors
+from entrypoints.http.schemas import SuccessMessage, unset
+
+
+class AgentController(Controller):
+    path = "/agents"
+    tags = ["Agents"]
+
+    @post(status_code=201, responses=errors(400, 403), summary="Create an agent")
+    @inject
+    async def create(
+        self,
+        data: JSONBody[CreateAgentBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[CreateAgent],
+    ) -> AgentResponse:
+        agent = await use_case.execute(
+            CreateAgentCommand(
+                caller=caller,
+                name=data.name,
+                description=data.description,
+                role=data.role,
+                model=data.model,
+                knowledge_base_ids=data.knowledge_base_ids,
+                skill_ids=data.skill_ids,
+                tag_ids=data.tag_ids,
+            )
+        )
+        return AgentResponse(success=True, agent=AgentOut.of(agent))
+
+    @get(
+        responses=errors(400, 403, 404),
+        summary="List the organization's agents, or get one with agentId",
+        description="With `agentId` the body is `{success, agent}`; otherwise "
+        "`{success, agents}`, newest first, optionally only those tagged `tagId`.",
+    )
+    @inject
+    async def read(
+        self,
+        caller: FromDishka[Caller],
+        list_agents: FromDishka[ListAgents],
+        get_agent: FromDishka[GetAgent],
+        agent_id: Annotated[str | None, QueryParameter(name="agentId")] = None,
+        tag_id: Annotated[str | None, QueryParameter(name="tagId")] = None,
+    ) -> AgentResponse | AgentListResponse:
+        if agent_id is not None:
+            agent = await get_agent.execute(GetAgentQuery(caller=caller, agent_id=agent_id))
+            return AgentResponse(success=True, agent=AgentOut.of(agent))
+        agents = await list_agents.execute(ListAgentsQuery(caller=caller, tag_id=tag_id))
+        return AgentListResponse(success=True, agents=[AgentOut.of(a) for a in agents])
+
+    @patch(responses=errors(400, 403, 404), summary="Change an agent")
+    @inject
+    async def update(
+        self,
+        data: JSONBody[UpdateAgentBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[UpdateAgent],
+    ) -> AgentResponse:
+        agent = await use_case.execute(
+            UpdateAgentCommand(
+                caller=caller,
+                agent_id=data.agent_id,
+                name=unset(data.name),
+                description=unset(data.description),
+                role=unset(data.role),
+                model=unset(data.model),
+                knowledge_base_ids=unset(data.knowledge_base_ids),
+                skill_ids=unset(data.skill_ids),
+                tag_ids=unset(data.tag_ids),
+            )
+        )
+        return AgentResponse(success=True, agent=AgentOut.of(agent))
+
+    @delete(status_code=200, responses=errors(400, 403, 404), summary="Delete an agent")
+    @inject
+    async def remove(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[DeleteAgent],
+        agent_id: Annotated[str | None, QueryParameter(name="agentId")] = None,
+    ) -> SuccessMessage:
+        await use_case.execute(DeleteAgentCommand(caller=caller, agent_id=agent_id))
+        return SuccessMessage(success=True, message="Agent deleted")
+
+    @post("/tags", status_code=201, responses=errors(400, 403, 409), summary="Create an agent tag")
+    @inject
+    async def create_tag(
+        self,
+        data: JSONBody[CreateAgentTagBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[CreateAgentTag],
+    ) -> AgentTagResponse:
+        tag = await use_case.execute(
+            CreateAgentTagCommand(caller=caller, name=data.name, color=data.color)
+        )
+        return AgentTagResponse(success=True, tag=AgentTagOut.of(tag))
+
+    @get("/tags", responses=errors(403), summary="List the organization's agent tags")
+    @inject
+    async def list_tags(
+        self, caller: FromDishka[Caller], use_case: FromDishka[ListAgentTags]
+    ) -> AgentTagListResponse:
+        tags = await use_case.execute(ListAgentTagsQuery(caller=caller))
+        return AgentTagListResponse(success=True, tags=[AgentTagOut.of(t) for t in tags])
+
+    @delete(
+        "/tags",
+        status_code=200,
+        responses=errors(400, 403, 404),
+        summary="Delete an agent tag and take it off every agent",
+    )
+    @inject
+    async def remove_tag(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[DeleteAgentTag],
+        tag_id: Annotated[str | None, QueryParameter(name="tagId")] = None,
+    ) -> SuccessMessage:
+        await use_case.execute(DeleteAgentTagCommand(caller=caller, tag_id=tag_id))
+        return SuccessMessage(success=True, message="Tag deleted")

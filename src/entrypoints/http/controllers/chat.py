@@ -1,0 +1,135 @@
+"""`/chat`: send a message to an agent and read the answer as an AI SDK UI message stream, or
+poll for it; resume a running answer's stream; cancel it."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, Response, get, post
+from litestar.params import FromPath, HeaderParameter, JSONBody
+from litestar.response import Stream
+
+from domain.errors import Invalid, field_error
+from domain.identity import Identity
+from entrypoints.chat import ChatEntry
+from entrypoints.http.openapi import errors
+from entrypoints.http.schemas import Camel, Loose
+from entrypoints.http.sse import STREAM_HEADERS, sse_body
+
+STREAM_MODE_INVALID = "X-Stream-Response must be true or false"
+
+
+class ChatBody(Camel):
+    messages: Any = None
+    agent_id: Loose = None
+    thread_id: Any = None
+    upstream_conversation_id: Any = None
+    title: Any = None
+
+
+class ChatAccepted(Camel):
+    thread_id: str
+    status: str
+
+
+class CancelResponse(Camel):
+    success: bool
+    thread_id: str
+    cancelled: bool
+    stream_status: str | None
+
+
+def _streaming(header: str | None) -> bool:
+    if header is None:
+        return True
+    value = header.strip().lower()
+    if value in ("true", "1", "yes", ""):
+        return True
+    if value in ("false", "0", "no"):
+        return False
+    raise Invalid(STREAM_MODE_INVALID, [field_error("X-Stream-Response", "expected true or false")])
+
+
+def _event_stream(chunks: Any, thread_id: str) -> Stream:
+    return Stream(
+        sse_body(chunks),
+        status_code=200,
+        headers={**STREAM_HEADERS, "X-Thread-ID": thread_id},
+        media_type="text/event-stream",
+    )
+
+
+class ChatController(Controller):
+    path = "/chat"
+    tags = ["Conversations"]
+
+    @post(
+        status_code=200,
+        responses=errors(400, 403, 404, 409),
+        summary="Send a message to an agent",
+        description="Streams the answer in the AI SDK UI message stream protocol v1 "
+        "(`text/event-stream`), or with `X-Stream-Response: false` answers 202 and the client "
+        "polls `GET /getConversation`. The conversation id is in `X-Thread-ID` either way.",
+    )
+    @inject
+    async def send(
+        self,
+        data: JSONBody[ChatBody],
+        identity: FromDishka[Identity],
+        chat: FromDishka[ChatEntry],
+        stream_response: Annotated[
+            str | None, HeaderParameter(name="X-Stream-Response", required=False)
+        ] = None,
+    ) -> Response[Any]:
+        streaming = _streaming(stream_response)
+        started = await chat.send(
+            identity,
+            agent_id=data.agent_id,
+            messages=data.messages,
+            thread_id=data.thread_id,
+            upstream_conversation_id=data.upstream_conversation_id,
+            title=data.title,
+        )
+        if streaming:
+            return _event_stream(chat.stream(identity, started), started.thread_id)
+        return Response(
+            ChatAccepted(thread_id=started.thread_id, status="in_progress"),
+            status_code=202,
+            headers={"X-Thread-ID": started.thread_id},
+        )
+
+    @get(
+        "/{thread_id:str}/stream",
+        responses=errors(400, 403, 404),
+        summary="Resume the stream of a running answer",
+        description="Replays the running answer from its first chunk, then follows it live; "
+        "204 when no answer is running.",
+    )
+    @inject
+    async def resume(
+        self, thread_id: FromPath[str], identity: FromDishka[Identity], chat: FromDishka[ChatEntry]
+    ) -> Response[Any]:
+        chunks = await chat.follow(identity, thread_id)
+        if chunks is None:
+            return Response(None, status_code=204, headers={"X-Thread-ID": thread_id.lower()})
+        return _event_stream(chunks, thread_id.lower())
+
+    @post(
+        "/{thread_id:str}/cancel",
+        status_code=200,
+        responses=errors(400, 403, 404),
+        summary="Stop a running answer",
+    )
+    @inject
+    async def cancel(
+        self, thread_id: FromPath[str], identity: FromDishka[Identity], chat: FromDishka[ChatEntry]
+    ) -> CancelResponse:
+        outcome = await chat.cancel(identity, thread_id)
+        return CancelResponse(
+            success=True,
+            thread_id=outcome.thread_id,
+            cancelled=outcome.cancelled,
+            stream_status=None if outcome.stream_status is None else outcome.stream_status.value,
+        )

@@ -1,0 +1,91 @@
+"""Bodies of the conversation endpoints: msgspec Structs, camelCase on the wire."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from msgspec import UNSET, UnsetType
+
+from application.use_cases.get_conversation import ConversationWithMessages
+from domain.conversations import Conversation, StoredMessage
+from entrypoints.http.schemas import Camel, Loose
+
+
+class MessageOut(Camel):
+    id: str
+    role: str
+    parts: list[dict[str, Any]]
+    created_at: datetime
+
+    @classmethod
+    def of(cls, message: StoredMessage) -> MessageOut:
+        return cls(
+            id=message.id, role=message.role, parts=message.parts, created_at=message.created_at
+        )
+
+
+class ConversationOut(Camel):
+    thread_id: str
+    agent_id: int | None
+    title: str | None
+    stream_status: str | None
+    upstream_conversation_id: str | None
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, c: Conversation) -> ConversationOut:
+        return cls(
+            thread_id=c.thread_id,
+            agent_id=c.agent_id,
+            title=c.title,
+            stream_status=c.stream_status.value if c.stream_status else None,
+            upstream_conversation_id=c.upstream_conversation_id,
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+        )
+
+
+class ConversationDetailOut(Camel):
+    """`GET /getConversation`: the conversation with its messages, oldest first."""
+
+    thread_id: str
+    agent_id: int | None
+    title: str | None
+    stream_status: str | None
+    upstream_conversation_id: str | None
+    messages: list[MessageOut]
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, found: ConversationWithMessages) -> ConversationDetailOut:
+        c = found.conversation
+        return cls(
+            thread_id=c.thread_id,
+            agent_id=c.agent_id,
+            title=c.title,
+            stream_status=c.stream_status.value if c.stream_status else None,
+            upstream_conversation_id=c.upstream_conversation_id,
+            messages=[MessageOut.of(m) for m in found.messages],
+            created_at=c.created_at,
+            updated_at=c.updated_at,
+        )
+
+
+class ConversationListResponse(Camel):
+    success: bool
+    conversations: list[ConversationOut]
+    next_cursor: str | None
+
+
+class RenameConversationBody(Camel):
+    thread_id: Loose = None
+    name: str | UnsetType | None = UNSET
+
+
+class RenameConversationResponse(Camel):
+    success: bool
+    thread_id: str
+    title: str | None

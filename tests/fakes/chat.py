@@ -1,0 +1,187 @@
+"""Fakes for the chat ports: a scripted chat model, the run log, the usage ledger, search."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from application.ports.chat_model import (
+    ChatEvent,
+    ChatModelInfo,
+    ChatModelUnavailable,
+    ChatRequest,
+    Finished,
+    TextDelta,
+    Usage,
+)
+from application.ports.skill_catalog import SkillSummary
+from domain.chat_stream import Chunk
+from domain.chunks import SearchResult
+from domain.conversations import StreamStatus
+from domain.identity import Caller
+from domain.usage import UsageEntry
+
+Script = Sequence[ChatEvent | Exception | float]
+"""What a scripted call yields: events; an exception is raised there; a float sleeps that long."""
+
+
+def text_script(*pieces: str, usage: tuple[int, int] | None = (12, 3)) -> list[Any]:
+    script: list[Any] = [TextDelta(p) for p in pieces]
+    if usage is not None:
+        script.append(Usage(*usage))
+    script.append(Finished("stop"))
+    return script
+
+
+class ScriptedChatModel:
+    """Answers each call with the next script; records every request and whether each stream
+    was closed."""
+
+    def __init__(self, *scripts: Script, supports_tools: bool = False) -> None:
+        self.scripts = list(scripts)
+        self.requests: list[ChatRequest] = []
+        self.closed = 0
+        self._info = ChatModelInfo(supports_tools=supports_tools)
+
+    @property
+    def info(self) -> ChatModelInfo:
+        return self._info
+
+    async def stream(self, request: ChatRequest) -> AsyncIterator[ChatEvent]:
+        self.requests.append(request)
+        script = self.scripts.pop(0) if self.scripts else text_script("(no more scripts)")
+        try:
+            for item in script:
+                if isinstance(item, Exception):
+                    raise item
+                if isinstance(item, float):
+                    await asyncio.sleep(item)
+                    continue
+                yield item
+        finally:
+            self.closed += 1
+
+
+class ScriptedChatRegistry:
+    def __init__(self, model: ScriptedChatModel | Callable[[], ScriptedChatModel]) -> None:
+        self._model = model
+        self.asked: list[str] = []
+
+    def get(self, model: str) -> ScriptedChatModel:
+        self.asked.append(model)
+        if not model.startswith(("local:", "openai:")):
+            raise ChatModelUnavailable(f"Unknown chat model '{model}'.")
+        return self._model if isinstance(self._model, ScriptedChatModel) else self._model()
+
+
+class FakeRunLog:
+    """Keeps runs in memory; `cancel_after` appends makes the next append report a cancel."""
+
+    def __init__(self) -> None:
+        self.chunks: dict[str, list[Chunk]] = {}
+        self.parts: dict[str, list[dict[str, Any]]] = {}
+        self.status: dict[str, StreamStatus] = {}
+        self.errors: dict[str, str | None] = {}
+        self.cancel_requested: set[str] = set()
+        self.appends = 0
+        self.heartbeats = 0
+
+    def start(self, run_id: str) -> None:
+        self.chunks[run_id] = []
+        self.status[run_id] = StreamStatus.IN_PROGRESS
+
+    def _store(self, run_id: str, first_seq: int, chunks: Sequence[Chunk]) -> None:
+        stored = self.chunks.setdefault(run_id, [])
+        assert first_seq == len(stored), "chunks must be stored in order, without gaps"
+        stored.extend(chunks)
+
+    async def append(
+        self,
+        org_id: str,
+        run_id: str,
+        *,
+        first_seq: int,
+        chunks: Sequence[Chunk],
+        parts: list[dict[str, Any]],
+    ) -> bool:
+        self.appends += 1
+        self._store(run_id, first_seq, chunks)
+        self.parts[run_id] = [dict(p) for p in parts]
+        return run_id in self.cancel_requested
+
+    async def heartbeat(self, org_id: str, run_id: str) -> bool:
+        self.heartbeats += 1
+        return run_id in self.cancel_requested
+
+    async def finish(
+        self,
+        org_id: str,
+        run_id: str,
+        *,
+        status: StreamStatus,
+        first_seq: int,
+        chunks: Sequence[Chunk],
+        parts: list[dict[str, Any]],
+        error: str | None = None,
+    ) -> None:
+        self._store(run_id, first_seq, chunks)
+        self.parts[run_id] = [dict(p) for p in parts]
+        self.status[run_id] = status
+        self.errors[run_id] = error
+
+    async def read(
+        self, org_id: str, run_id: str, *, after_seq: int
+    ) -> tuple[list[Chunk], StreamStatus | None]:
+        return self.chunks.get(run_id, [])[after_seq + 1 :], self.status.get(run_id)
+
+
+class FakeUsageLedger:
+    def __init__(self) -> None:
+        self.entries: list[UsageEntry] = []
+
+    async def record(self, entry: UsageEntry) -> None:
+        self.entries.append(entry)
+
+
+class FakeKnowledgeSearch:
+    def __init__(self, results: list[SearchResult] | None = None) -> None:
+        self.results = results or []
+        self.queries: list[tuple[list[int], str, int]] = []
+
+    async def search(
+        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+    ) -> list[SearchResult]:
+        self.queries.append((list(kb_ids), query, top_k))
+        return self.results[:top_k]
+
+
+class FakeSkillCatalog:
+    def __init__(self, skills: dict[int, tuple[SkillSummary, str]] | None = None) -> None:
+        self.skills = skills or {}
+
+    async def describe(self, org_id: str, skill_ids: list[int]) -> list[SkillSummary]:
+        return [self.skills[i][0] for i in skill_ids if i in self.skills]
+
+    async def load(self, org_id: str, skill_id: int) -> str | None:
+        entry = self.skills.get(skill_id)
+        return None if entry is None else entry[1]
+
+
+class RecordingWriter:
+    """A `ChatStreamWriter` that keeps what was emitted."""
+
+    def __init__(self) -> None:
+        self.chunks: list[Chunk] = []
+        self.closed = False
+
+    def emit(self, chunk: Chunk) -> None:
+        assert not self.closed, "emit after close"
+        self.chunks.append(chunk)
+
+    def close(self) -> None:
+        self.closed = True
+
+    @property
+    def types(self) -> list[str]:
+        return [c["type"] for c in self.chunks]

@@ -1,0 +1,348 @@
+"""`GenerateChatResponse` with fakes: the chunk sequence, what is stored, cancel and failure."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import UTC, datetime
+
+import pytest
+
+from application.ports.chat_launcher import CANCEL_REQUESTED
+from application.ports.chat_model import (
+    ChatModelError,
+    Finished,
+    TextDelta,
+    ToolCall,
+    ToolCallRequested,
+)
+from application.ports.skill_catalog import SkillSummary
+from application.use_cases import generate_chat_response as module
+from application.use_cases.generate_chat_response import (
+    FAILED_UNEXPECTEDLY,
+    STOPPED_BY_SHUTDOWN,
+    GenerateChatResponse,
+    GenerateChatResponseCommand,
+)
+from domain.agents import Agent
+from domain.chunks import SearchResult
+from domain.conversations import StoredMessage, StreamStatus
+from domain.identity import Caller
+from domain.usage import PriceList
+from tests.fakes.chat import (
+    FakeKnowledgeSearch,
+    FakeRunLog,
+    FakeSkillCatalog,
+    FakeUsageLedger,
+    RecordingWriter,
+    ScriptedChatModel,
+    ScriptedChatRegistry,
+    text_script,
+)
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+CALLER = Caller(user_id="user_1", org_id="org_a")
+
+
+def agent(**changes: object) -> Agent:
+    fields: dict[str, object] = {
+        "id": 7,
+        "org_id": "org_a",
+        "user_id": "user_1",
+        "name": "Helper",
+        "description": "Answers questions about the handbook.",
+        "role": "You answer briefly.",
+        "model": "openai:gpt-4o-mini",
+        "knowledge_base_ids": [],
+        "skill_ids": [],
+        "tags": [],
+        "created_at": NOW,
+        "updated_at": NOW,
+    }
+    fields.update(changes)
+    return Agent(**fields)  # type: ignore[arg-type]
+
+
+def message(role: str, text: str, number: int = 1) -> StoredMessage:
+    return StoredMessage(
+        id=f"m{number}",
+        thread_id="t1",
+        role=role,
+        parts=[{"type": "text", "text": text}],
+        created_at=NOW,
+    )
+
+
+def command(the_agent: Agent | None = None, history: list[StoredMessage] | None = None):
+    return GenerateChatResponseCommand(
+        caller=CALLER,
+        thread_id="t1",
+        run_id="run-1",
+        message_id="msg-1",
+        agent=the_agent or agent(),
+        history=history or [message("user", "What is the leave policy?")],
+    )
+
+
+class World:
+    def __init__(self, model: ScriptedChatModel, passages: list[SearchResult] | None = None):
+        self.model = model
+        self.runs = FakeRunLog()
+        self.runs.start("run-1")
+        self.ledger = FakeUsageLedger()
+        self.search = FakeKnowledgeSearch(passages)
+        self.skills = FakeSkillCatalog(
+            {3: (SkillSummary(id=3, name="tone", description="House style"), "# Tone\nBe kind.")}
+        )
+        self.writer = RecordingWriter()
+        self.use_case = GenerateChatResponse(
+            ScriptedChatRegistry(model),
+            self.runs,
+            self.search,
+            self.skills,
+            self.ledger,
+            PriceList(),
+        )
+
+    async def run(self, cmd: GenerateChatResponseCommand | None = None) -> None:
+        await self.use_case.execute(cmd or command(), self.writer)
+
+    @property
+    def stored(self) -> list[str]:
+        return [c["type"] for c in self.runs.chunks["run-1"]]
+
+
+def passage(chunk_id: int, page: int | None = 3) -> SearchResult:
+    return SearchResult(
+        file_id="f1",
+        file_name="handbook.pdf",
+        knowledge_base_id=1,
+        chunk_id=chunk_id,
+        text="Employees get 25 days of leave.",
+        score=0.9,
+        page_number=page,
+    )
+
+
+async def test_a_text_answer_streams_in_protocol_order_and_is_stored_whole():
+    world = World(ScriptedChatModel(text_script("Twenty", "-five ", "days.")))
+    await world.run()
+    assert world.writer.types == [
+        "start",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-delta",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    assert world.writer.chunks[0] == {"type": "start", "messageId": "msg-1"}
+    assert world.writer.closed
+    assert world.stored == world.writer.types
+    assert world.runs.status["run-1"] is StreamStatus.COMPLETED
+    assert world.runs.parts["run-1"] == [{"type": "text", "text": "Twenty-five days."}]
+    (entry,) = world.ledger.entries
+    assert (entry.input_tokens, entry.output_tokens, entry.estimated) == (12, 3, False)
+    assert entry.model == "openai:gpt-4o-mini" and entry.thread_id == "t1"
+    assert entry.cost_usd > 0
+
+
+async def test_the_prompt_holds_the_role_the_agent_and_the_history():
+    model = ScriptedChatModel(text_script("ok"))
+    world = World(model)
+    history = [message("user", "Hi", 1), message("assistant", "Hello!", 2), message("user", "Q", 3)]
+    await world.run(command(history=history))
+    (request,) = model.requests
+    assert request.model == "gpt-4o-mini"
+    system = request.turns[0]
+    assert system.role == "system"
+    assert "You answer briefly." in system.content and "Helper" in system.content
+    assert [(t.role, t.content) for t in request.turns[1:]] == [
+        ("user", "Hi"),
+        ("assistant", "Hello!"),
+        ("user", "Q"),
+    ]
+    assert not request.tools
+
+
+async def test_knowledge_base_passages_go_into_the_prompt_and_come_back_as_sources():
+    model = ScriptedChatModel(text_script("25 days."))
+    world = World(model, [passage(11), passage(12, page=None)])
+    await world.run(command(agent(knowledge_base_ids=[1, 2])))
+    assert world.search.queries == [([1, 2], "What is the leave policy?", 4)]
+    assert "Employees get 25 days of leave." in model.requests[0].turns[0].content
+    types = world.writer.types
+    assert types[types.index("text-end") + 1 : types.index("finish-step")] == [
+        "source-document",
+        "source-document",
+    ]
+    sources = [c for c in world.writer.chunks if c["type"] == "source-document"]
+    assert sources[0] == {
+        "type": "source-document",
+        "sourceId": "chunk-11",
+        "mediaType": "text/plain",
+        "title": "handbook.pdf, page 3",
+        "filename": "handbook.pdf",
+    }
+    assert [p["type"] for p in world.runs.parts["run-1"]] == [
+        "text",
+        "source-document",
+        "source-document",
+    ]
+
+
+async def test_a_tool_capable_model_searches_through_the_tool_then_answers():
+    call = ToolCall(id="call_1", name="search_knowledge_base", arguments={"query": "leave"})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Finished("tool-calls")],
+        text_script("You get 25 days."),
+        supports_tools=True,
+    )
+    world = World(model, [passage(11)])
+    await world.run(command(agent(knowledge_base_ids=[1])))
+    assert [t.name for t in model.requests[0].tools] == ["search_knowledge_base"]
+    assert world.writer.types == [
+        "start",
+        "start-step",
+        "source-document",
+        "tool-input-start",
+        "tool-input-available",
+        "tool-output-available",
+        "finish-step",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    second = model.requests[1].turns
+    assert second[-2].tool_calls == (call,)
+    assert second[-1].role == "tool" and "25 days of leave" in second[-1].content
+    kinds = [p["type"] for p in world.runs.parts["run-1"]]
+    assert kinds == ["source-document", "tool-invocation", "tool-result", "text"]
+    assert len(world.ledger.entries) == 2
+
+
+async def test_an_unknown_tool_is_reported_to_the_model_as_an_error():
+    call = ToolCall(id="c1", name="delete_everything", arguments={})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Finished("tool-calls")],
+        text_script("Sorry."),
+        supports_tools=True,
+    )
+    world = World(model)
+    await world.run()
+    errors = [c for c in world.writer.chunks if c["type"] == "tool-output-error"]
+    assert errors == [
+        {
+            "type": "tool-output-error",
+            "toolCallId": "c1",
+            "errorText": "There is no tool named 'delete_everything'.",
+        }
+    ]
+    assert world.runs.status["run-1"] is StreamStatus.COMPLETED
+
+
+async def test_skills_are_offered_and_loaded_by_name():
+    call = ToolCall(id="c1", name="load_skill", arguments={"name": "tone"})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Finished("tool-calls")], text_script("Done."), supports_tools=True
+    )
+    world = World(model)
+    await world.run(command(agent(skill_ids=[3])))
+    assert "tone: House style" in model.requests[0].turns[0].content
+    output = next(c for c in world.writer.chunks if c["type"] == "tool-output-available")
+    assert output["output"] == {"name": "tone", "instructions": "# Tone\nBe kind."}
+
+
+async def test_a_model_failure_mid_stream_keeps_the_text_and_ends_with_an_error_chunk():
+    model = ScriptedChatModel(
+        [TextDelta("Partial "), TextDelta("answer"), ChatModelError("The model timed out.")]
+    )
+    world = World(model)
+    await world.run()
+    assert world.writer.types[-3:] == ["text-delta", "text-end", "error"]
+    assert world.writer.chunks[-1] == {"type": "error", "errorText": "The model timed out."}
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+    assert world.runs.errors["run-1"] == "The model timed out."
+    assert world.runs.parts["run-1"] == [{"type": "text", "text": "Partial answer"}]
+    assert model.closed == 1
+    (entry,) = world.ledger.entries
+    assert entry.estimated
+
+
+async def test_an_unexpected_failure_does_not_leak_its_detail():
+    world = World(ScriptedChatModel([RuntimeError("password=hunter2")]))
+    await world.run()
+    assert world.writer.chunks[-1] == {"type": "error", "errorText": FAILED_UNEXPECTEDLY}
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+
+
+async def test_an_unavailable_model_fails_the_response_with_its_message():
+    world = World(ScriptedChatModel())
+    await world.run(command(agent(model="bogus:model")))
+    assert world.writer.chunks[-1]["type"] == "error"
+    assert "bogus:model" in world.writer.chunks[-1]["errorText"]
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+
+
+async def test_a_cancel_seen_when_storing_stops_the_answer(monkeypatch):
+    monkeypatch.setattr(module, "FLUSH_INTERVAL", 0.0)
+    model = ScriptedChatModel([TextDelta("one "), 0.01, TextDelta("two "), 0.01, TextDelta("x")])
+    world = World(model)
+    world.runs.cancel_requested.add("run-1")
+    await world.run()
+    assert world.writer.types[-2:] == ["text-end", "abort"]
+    assert world.runs.status["run-1"] is StreamStatus.CANCELLED
+    assert world.runs.parts["run-1"] == [{"type": "text", "text": "one "}]
+    assert model.closed == 1
+
+
+async def test_a_cancel_delivered_to_the_task_ends_the_answer_cancelled():
+    model = ScriptedChatModel([TextDelta("slow "), 30.0, TextDelta("never")])
+    world = World(model)
+    task = asyncio.create_task(world.run())
+    await asyncio.sleep(0.05)
+    task.cancel(CANCEL_REQUESTED)
+    await task
+    assert world.runs.status["run-1"] is StreamStatus.CANCELLED
+    assert world.writer.types[-1] == "abort"
+    assert world.writer.closed
+
+
+async def test_a_shutdown_ends_the_answer_failed_with_a_message():
+    model = ScriptedChatModel([TextDelta("slow "), 30.0])
+    world = World(model)
+    task = asyncio.create_task(world.run())
+    await asyncio.sleep(0.05)
+    task.cancel("shutdown")
+    await task
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+    assert world.runs.errors["run-1"] == STOPPED_BY_SHUTDOWN
+    assert world.writer.chunks[-1] == {"type": "error", "errorText": STOPPED_BY_SHUTDOWN}
+
+
+async def test_the_heartbeat_notices_a_cancel_asked_for_elsewhere(monkeypatch):
+    monkeypatch.setattr(module, "HEARTBEAT_INTERVAL", 0.02)
+    model = ScriptedChatModel([TextDelta("thinking "), 30.0])
+    world = World(model)
+    task = asyncio.create_task(world.run())
+    await asyncio.sleep(0.05)
+    world.runs.cancel_requested.add("run-1")
+    await asyncio.wait_for(task, 5)
+    assert world.runs.status["run-1"] is StreamStatus.CANCELLED
+
+
+@pytest.mark.parametrize("steps", [module.MAX_STEPS])
+async def test_a_model_that_keeps_calling_tools_is_made_to_answer(steps):
+    call = ToolCall(id="c", name="search_knowledge_base", arguments={"query": "q"})
+    loops = [[ToolCallRequested(call), Finished("tool-calls")] for _ in range(steps)]
+    model = ScriptedChatModel(*loops, text_script("Final."), supports_tools=True)
+    world = World(model, [passage(1)])
+    await world.run(command(agent(knowledge_base_ids=[1])))
+    assert len(model.requests) == steps + 1
+    assert not model.requests[-1].tools
+    assert world.runs.parts["run-1"][-1] == {"type": "text", "text": "Final."}
+    assert world.runs.status["run-1"] is StreamStatus.COMPLETED
