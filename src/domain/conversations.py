@@ -24,6 +24,7 @@ TITLE_WITH_THREAD = "title can only be given when creating a conversation"
 MAX_TITLE = 120
 FALLBACK_TITLE_LENGTH = 60
 GENERATED_TITLE_LENGTH = 80
+MAX_TITLE_WORDS = 12
 DEFAULT_TITLE = "New conversation"
 MAX_MESSAGES = 100
 MAX_PARTS = 50
@@ -209,7 +210,9 @@ def fallback_title(text: str, file_names: list[str]) -> str:
 
 def clean_generated_title(answer: str) -> str | None:
     """A model's answer made into a title: its first non-empty line without Markdown, quotes
-    or a `Title:` label, at most 80 characters; None when nothing usable is left."""
+    or a `Title:` label, at most 80 characters. None when nothing usable is left, and when the
+    line is no title: without a letter, ending in a colon (a lead-in), or longer than 12 words
+    (an answer to the message rather than a name for it); the fallback title is better then."""
     for line in answer.splitlines():
         cleaned = _clean_line(line)
         cleaned = re.sub(r"^(#+|\*+|-)\s*", "", cleaned)
@@ -217,8 +220,15 @@ def clean_generated_title(answer: str) -> str | None:
         cleaned = cleaned.strip(QUOTES).strip()
         # A quoted title followed by a full stop (`"Trip plans".`) loses both.
         cleaned = cleaned.rstrip(".").rstrip(QUOTES)
-        if cleaned:
-            return _shorten(cleaned, GENERATED_TITLE_LENGTH)
+        if not cleaned:
+            continue
+        if (
+            not any(c.isalpha() for c in cleaned)
+            or cleaned.endswith(":")
+            or len(cleaned.split()) > MAX_TITLE_WORDS
+        ):
+            return None
+        return _shorten(cleaned, GENERATED_TITLE_LENGTH)
     return None
 
 

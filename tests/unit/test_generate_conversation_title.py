@@ -240,11 +240,18 @@ async def test_an_empty_or_garbage_answer_keeps_the_fallback(answer):
 
 
 async def test_a_long_answer_is_shortened_to_a_valid_title():
-    world = World(text_script("word " * 60))
+    world = World(text_script("Extraordinarily " * 8))
     thread_id = await world.conversation()
     title = await world.run(thread_id)
     assert title is not None and len(title) <= 80 and "\n" not in title
     assert await world.title(thread_id) == (title, TitleSource.GENERATED)
+
+
+async def test_an_answer_rather_than_a_title_keeps_the_fallback():
+    world = World(text_script("Sure, here is what I think about your question and more " * 3))
+    thread_id = await world.conversation()
+    assert await world.run(thread_id) is None
+    assert (await world.title(thread_id))[1] is TitleSource.FALLBACK
 
 
 async def test_the_agent_context_is_bounded():
