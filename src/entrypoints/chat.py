@@ -169,10 +169,12 @@ class ChatEntry:
                 )
             )
 
-    def stream(self, identity: Identity, started: ChatStarted) -> AsyncIterator[Chunk]:
+    def stream(self, identity: Identity, started: ChatStarted) -> AsyncIterator[list[Chunk]]:
         return self._streams.follow(identity.as_caller().org_id, started.run_id)
 
-    async def follow(self, identity: Identity, thread_id: object) -> AsyncIterator[Chunk] | None:
+    async def follow(
+        self, identity: Identity, thread_id: object
+    ) -> AsyncIterator[list[Chunk]] | None:
         async with self._scope(identity) as (caller, db):
             use_case = FollowChatResponse(PgConversationRepository(db), self._streams)
             return await use_case.execute(

@@ -189,15 +189,14 @@ def test_an_abort_ends_the_stream_with_the_partial_message() -> None:
 
 
 async def test_the_framed_body_with_keep_alives_and_a_failing_source_is_accepted() -> None:
-    async def source() -> AsyncIterator[Chunk]:
-        yield chat_stream.start("msg_7")
-        yield chat_stream.start_step()
-        yield chat_stream.text_start("txt_1")
-        await asyncio.sleep(0.05)
-        yield chat_stream.text_delta("txt_1", "Half")
+    async def source() -> AsyncIterator[list[Chunk]]:
+        yield [chat_stream.start("msg_7"), chat_stream.start_step()]
+        yield [chat_stream.text_start("txt_1")]
+        yield []
+        yield [chat_stream.text_delta("txt_1", "Half")]
         raise RuntimeError("provider connection reset")
 
-    frames = [frame async for frame in sse_body(source(), keep_alive_every=0.01)]
+    frames = [frame async for frame in sse_body(source())]
     assert KEEP_ALIVE in frames
     assert frames[-1] == DONE
 

@@ -20,9 +20,9 @@ from entrypoints.http.sse import (
 )
 
 
-async def from_list(chunks: list[Chunk]) -> AsyncIterator[Chunk]:
-    for chunk in chunks:
-        yield chunk
+async def from_list(*batches: list[Chunk]) -> AsyncIterator[list[Chunk]]:
+    for batch in batches:
+        yield batch
 
 
 async def collect(body: AsyncIterable[bytes]) -> list[bytes]:
@@ -60,150 +60,88 @@ def test_done_and_keep_alive_frames() -> None:
     assert KEEP_ALIVE.endswith(b"\n\n")
 
 
-async def test_frames_every_chunk_in_order_then_done() -> None:
-    chunks = [
-        chat_stream.start("m1"),
-        chat_stream.start_step(),
-        chat_stream.text_start("t1"),
-        chat_stream.text_delta("t1", "Hello"),
-        chat_stream.text_end("t1"),
-        chat_stream.finish_step(),
-        chat_stream.finish(),
+async def test_frames_every_chunk_in_order_one_write_per_batch_then_done() -> None:
+    first = [chat_stream.start("m1"), chat_stream.start_step(), chat_stream.text_start("t1")]
+    second = [chat_stream.text_delta("t1", "Hello"), chat_stream.text_end("t1")]
+    third = [chat_stream.finish_step(), chat_stream.finish()]
+    frames = await collect(sse_body(from_list(first, second, third)))
+    assert frames == [
+        b"".join(encode_chunk(c) for c in first),
+        b"".join(encode_chunk(c) for c in second),
+        b"".join(encode_chunk(c) for c in third),
+        DONE,
     ]
-
-    frames = await collect(sse_body(from_list(chunks)))
-
-    assert frames == [*(encode_chunk(chunk) for chunk in chunks), DONE]
 
 
 async def test_an_empty_source_still_ends_with_done() -> None:
-    assert await collect(sse_body(from_list([]))) == [DONE]
+    assert await collect(sse_body(from_list())) == [DONE]
 
 
-async def test_a_keep_alive_comment_is_sent_during_a_quiet_period_without_losing_the_read() -> None:
-    release = asyncio.Event()
-
-    async def slow() -> AsyncIterator[Chunk]:
-        yield chat_stream.start("m1")
-        await release.wait()
-        yield chat_stream.finish()
-
-    body = sse_body(slow(), keep_alive_every=0.01)
-    assert await anext(body) == encode_chunk(chat_stream.start("m1"))
-    assert await anext(body) == KEEP_ALIVE
-    assert await anext(body) == KEEP_ALIVE
-    release.set()
-
-    rest = await collect(body)
-
-    # The read pending during the keep-alives delivers its chunk: nothing is dropped.
-    assert rest[-2:] == [encode_chunk(chat_stream.finish()), DONE]
-    assert set(rest[:-2]) <= {KEEP_ALIVE}
-
-
-async def test_no_keep_alive_while_chunks_flow() -> None:
-    chunks = [chat_stream.text_delta("t1", str(n)) for n in range(50)]
-
-    frames = await collect(sse_body(from_list(chunks), keep_alive_every=5.0))
-
-    assert KEEP_ALIVE not in frames
+async def test_an_empty_batch_is_a_keep_alive_comment() -> None:
+    frames = await collect(
+        sse_body(from_list([chat_stream.start("m")], [], [chat_stream.finish()]))
+    )
+    assert frames[1] == KEEP_ALIVE
     assert frames[-1] == DONE
 
 
 async def test_a_failing_source_ends_with_a_generic_error_chunk_then_done() -> None:
-    async def failing() -> AsyncIterator[Chunk]:
-        yield chat_stream.start("m1")
-        raise RuntimeError("connection to /var/run/secret.sock refused")
+    async def failing() -> AsyncIterator[list[Chunk]]:
+        yield [chat_stream.start("m1")]
+        raise RuntimeError("database password=secret")
 
     frames = await collect(sse_body(failing()))
-
-    assert frames == [
-        encode_chunk(chat_stream.start("m1")),
-        encode_chunk(chat_stream.error(STREAM_FAILED)),
-        DONE,
-    ]
+    assert frames[-2:] == [encode_chunk(chat_stream.error(STREAM_FAILED)), DONE]
     assert b"secret" not in b"".join(frames)
 
 
 async def test_a_source_failing_after_the_response_ended_adds_no_error_chunk() -> None:
-    async def failing_late() -> AsyncIterator[Chunk]:
-        yield chat_stream.finish()
+    async def failing_late() -> AsyncIterator[list[Chunk]]:
+        yield [chat_stream.start("m1"), chat_stream.finish()]
         raise RuntimeError("late")
 
     frames = await collect(sse_body(failing_late()))
+    assert frames[-1] == DONE
+    assert b'"error"' not in b"".join(frames)
 
-    assert frames == [encode_chunk(chat_stream.finish()), DONE]
 
+async def test_the_consumer_leaving_closes_the_source() -> None:
+    closed = asyncio.Event()
 
-async def test_the_consumer_leaving_cancels_the_pending_read_and_closes_the_source() -> None:
-    reading = asyncio.Event()
-    read_cancelled = asyncio.Event()
-    source_closed = asyncio.Event()
-
-    async def endless() -> AsyncIterator[Chunk]:
+    async def endless() -> AsyncIterator[list[Chunk]]:
         try:
-            yield chat_stream.start("m1")
-            reading.set()
-            try:
-                await asyncio.Event().wait()
-            except asyncio.CancelledError:
-                read_cancelled.set()
-                raise
-            yield chat_stream.finish()
+            while True:
+                yield [chat_stream.start_step()]
+                await asyncio.sleep(0)
         finally:
-            source_closed.set()
+            closed.set()
 
-    body = sse_body(endless(), keep_alive_every=0.01)
-    assert await anext(body) == encode_chunk(chat_stream.start("m1"))
-    assert await anext(body) == KEEP_ALIVE
-    assert reading.is_set()
-
+    body = sse_body(endless())
+    assert (await anext(body)).startswith(b"data: ")
     await body.aclose()
-
-    assert read_cancelled.is_set()
-    assert source_closed.is_set()
+    assert closed.is_set()
 
 
-async def test_the_consumer_task_being_cancelled_cancels_the_pending_read() -> None:
-    read_cancelled = asyncio.Event()
-    first_frame = asyncio.Event()
+async def test_the_consumer_task_being_cancelled_closes_the_source() -> None:
+    closed = asyncio.Event()
+    waiting = asyncio.Event()
 
-    async def endless() -> AsyncIterator[Chunk]:
-        yield chat_stream.start("m1")
+    async def quiet() -> AsyncIterator[list[Chunk]]:
         try:
-            await asyncio.Event().wait()
-        except asyncio.CancelledError:
-            read_cancelled.set()
-            raise
-        yield chat_stream.finish()
+            yield [chat_stream.start("m")]
+            waiting.set()
+            await asyncio.sleep(60)
+            yield []
+        finally:
+            closed.set()
 
     async def consume() -> None:
-        async for _ in sse_body(endless(), keep_alive_every=60.0):
-            first_frame.set()
+        async for _ in sse_body(quiet()):
+            pass
 
-    consumer = asyncio.create_task(consume())
-    await asyncio.wait_for(first_frame.wait(), timeout=5)
-    await asyncio.sleep(0)
-    consumer.cancel()
+    task = asyncio.create_task(consume())
+    await waiting.wait()
+    task.cancel()
     with pytest.raises(asyncio.CancelledError):
-        await consumer
-
-    assert read_cancelled.is_set()
-
-
-async def test_the_consumer_leaving_between_chunks_closes_the_source() -> None:
-    source_closed = asyncio.Event()
-
-    async def source() -> AsyncIterator[Chunk]:
-        try:
-            yield chat_stream.start("m1")
-            yield chat_stream.finish()
-        finally:
-            source_closed.set()
-
-    body = sse_body(source())
-    assert await anext(body) == encode_chunk(chat_stream.start("m1"))
-
-    await body.aclose()
-
-    assert source_closed.is_set()
+        await task
+    assert closed.is_set()

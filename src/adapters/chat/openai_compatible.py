@@ -13,6 +13,7 @@ with a message fit for the member: no URL, no key, no trace.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import re
@@ -48,6 +49,7 @@ FINISH_REASONS = {
     "content_filter": "stop",
 }
 MAX_PROVIDER_MESSAGE = 300
+DRAIN_TIMEOUT = 1.0
 UNREADABLE = "The model provider sent an answer that could not be read."
 _SECRET_LIKE = re.compile(r"\b(sk|pk|rk)-[A-Za-z0-9_\-*]{6,}")
 _URL = re.compile(r"\bhttps?://\S+", re.IGNORECASE)
@@ -276,6 +278,7 @@ class OpenAIChatModel:
             data = line[5:].strip()
             if data == "[DONE]":
                 done = True
+                await self._drain(lines)
                 break
             try:
                 chunk = json.loads(data)
@@ -287,6 +290,15 @@ class OpenAIChatModel:
             raise ChatModelError("The model provider's answer ended before it was complete.")
         for event in answer.ending():
             yield event
+
+    @staticmethod
+    async def _drain(lines: AsyncIterator[str]) -> None:
+        """Read what follows `[DONE]` (the end of the body), so that the connection goes back
+        to the pool instead of being closed half-read."""
+        with contextlib.suppress(Exception):
+            async with asyncio.timeout(DRAIN_TIMEOUT):
+                async for _ in lines:
+                    pass
 
     def _chunk_events(self, chunk: object, answer: _Answer) -> list[ChatEvent]:
         if not isinstance(chunk, dict):

@@ -12,6 +12,7 @@ from application.ports.chat_run_log import ChatRunLog
 from domain.chat_stream import Chunk, is_ending
 
 POLL_INTERVAL = 0.1
+KEEP_ALIVE_AFTER = 15.0
 
 
 @dataclass(slots=True)
@@ -48,9 +49,16 @@ class _Writer:
 class InProcessChatStreams:
     """Live readers of runs being produced, here or elsewhere."""
 
-    def __init__(self, runs: ChatRunLog, *, poll_interval: float = POLL_INTERVAL) -> None:
+    def __init__(
+        self,
+        runs: ChatRunLog,
+        *,
+        poll_interval: float = POLL_INTERVAL,
+        idle: float = KEEP_ALIVE_AFTER,
+    ) -> None:
         self._runs = runs
         self._poll_interval = poll_interval
+        self._idle = idle
         self._local: dict[str, _LocalRun] = {}
 
     def open(self, run_id: str) -> _Writer:
@@ -68,34 +76,47 @@ class InProcessChatStreams:
     def local_runs(self) -> int:
         return len(self._local)
 
-    def follow(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
+    def follow(self, org_id: str, run_id: str) -> AsyncIterator[list[Chunk]]:
         run = self._local.get(run_id)
         if run is not None:
             return self._follow_local(run)
         return self._follow_log(org_id, run_id)
 
-    @staticmethod
-    async def _follow_local(run: _LocalRun) -> AsyncIterator[Chunk]:
+    async def _follow_local(self, run: _LocalRun) -> AsyncIterator[list[Chunk]]:
         index = 0
         while True:
             changed = run.changed
-            while index < len(run.chunks):
-                yield run.chunks[index]
-                index += 1
+            if index < len(run.chunks):
+                batch = run.chunks[index:]
+                index += len(batch)
+                yield batch
+                continue
             if run.closed:
                 return
-            await changed.wait()
+            try:
+                async with asyncio.timeout(self._idle):
+                    await changed.wait()
+            except TimeoutError:
+                yield []
 
-    async def _follow_log(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
+    async def _follow_log(self, org_id: str, run_id: str) -> AsyncIterator[list[Chunk]]:
+        loop = asyncio.get_running_loop()
         seen = -1
+        quiet_since = loop.time()
         while True:
             chunks, status = await self._runs.read(org_id, run_id, after_seq=seen)
-            for chunk in chunks:
-                yield chunk
-                if is_ending(chunk):
+            if chunks:
+                seen += len(chunks)
+                quiet_since = loop.time()
+                ending = next((i for i, c in enumerate(chunks) if is_ending(c)), None)
+                if ending is not None:
+                    yield chunks[: ending + 1]
                     return
-            seen += len(chunks)
-            if status is None or (status.terminal and not chunks):
+                yield chunks
+                continue
+            if status is None or status.terminal:
                 return
-            if not chunks:
-                await asyncio.sleep(self._poll_interval)
+            if loop.time() - quiet_since >= self._idle:
+                quiet_since = loop.time()
+                yield []
+            await asyncio.sleep(self._poll_interval)

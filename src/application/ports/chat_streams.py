@@ -23,13 +23,15 @@ class ChatStreams(Protocol):
 
     A run produced in this process is read from memory as it is emitted; a run produced by
     another server process is read from the run log as it is stored. Either way a reader gets
-    every chunk from the first, in order, and the stream ends with the run.
+    every chunk from the first, in order, in batches of what became available together, and
+    the stream ends with the run. While nothing happens for a while, an empty batch says so
+    (a transport sends a keep-alive for it).
     """
 
     def open(self, run_id: str) -> ChatStreamWriter:
         """Register a run about to be produced here; readers may attach from now on."""
         ...
 
-    def follow(self, org_id: str, run_id: str) -> AsyncIterator[Chunk]:
+    def follow(self, org_id: str, run_id: str) -> AsyncIterator[list[Chunk]]:
         """Every chunk of the run from the first, then the new ones until it ends."""
         ...

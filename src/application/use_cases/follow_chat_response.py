@@ -46,7 +46,7 @@ class FollowChatResponse:
         self._conversations = conversations
         self._streams = streams
 
-    async def execute(self, query: FollowChatResponseQuery) -> AsyncIterator[Chunk] | None:
+    async def execute(self, query: FollowChatResponseQuery) -> AsyncIterator[list[Chunk]] | None:
         conversation = await visible_conversation(
             self._conversations, query.caller, query.thread_id
         )

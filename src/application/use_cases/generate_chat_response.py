@@ -261,6 +261,10 @@ class GenerateChatResponse:
                     if event.text:
                         text.append(event.text)
                         progress.text(event.text)
+                        if len(text) == 1:
+                            # Readers get the first words now, even when the provider's
+                            # whole answer is already buffered and would be read in one go.
+                            await asyncio.sleep(0)
                 elif isinstance(event, ToolCallRequested):
                     calls.append(event.call)
                 elif isinstance(event, Usage):

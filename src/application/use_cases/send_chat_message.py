@@ -132,15 +132,18 @@ class SendChatMessage:
             if await self._conversations.running_run(caller.org_id, thread_id) is not None:
                 raise Conflict(RESPONSE_RUNNING)
 
-        await self._conversations.add_message(
+        sent = await self._conversations.add_message(
             caller.org_id, thread_id, message_id=str(uuid.uuid4()), role="user", parts=message.parts
         )
         run_id = str(uuid.uuid4())
         message_id = str(uuid.uuid4())
+        # A new conversation's history is the message just sent: no need to read it back.
+        history = (
+            [sent] if created else await self._conversations.messages(caller.org_id, thread_id)
+        )
         await self._conversations.start_run(
             caller.org_id, thread_id, run_id=run_id, message_id=message_id
         )
-        history = await self._conversations.messages(caller.org_id, thread_id)
         await self._uow.commit()
 
         writer = self._streams.open(run_id)
@@ -150,7 +153,7 @@ class SendChatMessage:
             run_id=run_id,
             message_id=message_id,
             agent=agent,
-            history=[m for m in history if m.id != message_id],
+            history=history,
         )
         self._tasks.spawn(
             "chat-response", lambda: self._generate.execute(generation, writer), key=run_id

@@ -7,10 +7,9 @@ Mirrors the `ai` package (major version 5): `UI_MESSAGE_STREAM_HEADERS` for the 
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import AsyncGenerator, AsyncIterable, AsyncIterator, Mapping
-from typing import Any, Final
+from collections.abc import AsyncGenerator, AsyncIterable, Mapping, Sequence
+from typing import Final
 
 import msgspec
 import structlog
@@ -33,7 +32,6 @@ KEEP_ALIVE: Final = b": keep-alive\n\n"
 STREAM_FAILED: Final = "The response stream was interrupted. Please try again."
 
 _encoder = msgspec.json.Encoder()
-_END: Final = object()
 
 
 def encode_chunk(chunk: Chunk) -> bytes:
@@ -41,54 +39,30 @@ def encode_chunk(chunk: Chunk) -> bytes:
     return b"data: " + _encoder.encode(chunk) + b"\n\n"
 
 
-async def _next(iterator: AsyncIterator[Chunk]) -> Any:
-    try:
-        return await anext(iterator)
-    except StopAsyncIteration:
-        return _END
-
-
-async def sse_body(
-    chunks: AsyncIterable[Chunk], keep_alive_every: float = 15.0
-) -> AsyncGenerator[bytes, None]:
-    """The response body for `chunks`: one event per chunk, a keep-alive comment after every
-    `keep_alive_every` seconds without one, and always `DONE` last.
+async def sse_body(batches: AsyncIterable[Sequence[Chunk]]) -> AsyncGenerator[bytes, None]:
+    """The response body for a run's batches of chunks: one write per batch with one event
+    per chunk, a keep-alive comment for an empty batch, and always `DONE` last.
 
     A failing source ends the stream with a generic `error` chunk (the detail goes to the
     log), unless the response had already ended. When the consumer goes away (client
-    disconnect, cancellation), the pending read of `chunks` is cancelled and `chunks` closed.
+    disconnect, cancellation), the source is closed.
     """
-    iterator = aiter(chunks)
-    pending: asyncio.Task[Any] | None = None
+    iterator = aiter(batches)
     ended = False
     try:
-        while True:
-            if pending is None:
-                pending = asyncio.ensure_future(_next(iterator))
-            # A timed-out wait leaves the read running, so no chunk is lost to a keep-alive.
-            done, _ = await asyncio.wait({pending}, timeout=keep_alive_every)
-            if not done:
-                yield KEEP_ALIVE
-                continue
-            read, pending = pending, None
-            try:
-                chunk = read.result()
-            except Exception:
-                log.exception("chat stream source failed")
-                if not ended:
-                    yield encode_chunk(chat_stream.error(STREAM_FAILED))
-                break
-            if chunk is _END:
-                break
-            ended = chat_stream.is_ending(chunk)
-            yield encode_chunk(chunk)
+        try:
+            async for batch in iterator:
+                if not batch:
+                    yield KEEP_ALIVE
+                    continue
+                ended = ended or any(chat_stream.is_ending(chunk) for chunk in batch)
+                yield b"".join(encode_chunk(chunk) for chunk in batch)
+        except Exception:
+            log.exception("chat stream source failed")
+            if not ended:
+                yield encode_chunk(chat_stream.error(STREAM_FAILED))
         yield DONE
     finally:
-        if pending is not None:
-            pending.cancel()
-            await asyncio.wait({pending})
-            if not pending.cancelled() and pending.exception() is not None:
-                log.warning("chat stream source failed after its reader left")
         aclose = getattr(iterator, "aclose", None)
         if aclose is not None:
             with contextlib.suppress(Exception):

@@ -1,0 +1,70 @@
+"""`InProcessChatStreams`: local readers get batches as they are emitted, remote readers
+replay the run log; both say when nothing happens for a while."""
+
+from __future__ import annotations
+
+import asyncio
+
+from adapters.chat.run_streams import InProcessChatStreams
+from domain import chat_stream
+from domain.conversations import StreamStatus
+from tests.fakes.chat import FakeRunLog
+
+
+async def read_all(streams: InProcessChatStreams, run_id: str) -> list[list[dict]]:
+    return [batch async for batch in streams.follow("org_a", run_id)]
+
+
+async def test_a_local_reader_gets_what_was_emitted_then_the_rest_live():
+    streams = InProcessChatStreams(FakeRunLog())
+    writer = streams.open("r1")
+    writer.emit(chat_stream.start("m"))
+    writer.emit(chat_stream.start_step())
+    reader = asyncio.create_task(read_all(streams, "r1"))
+    await asyncio.sleep(0.01)
+    writer.emit(chat_stream.finish())
+    writer.close()
+    batches = await reader
+    assert batches == [
+        [chat_stream.start("m"), chat_stream.start_step()],
+        [chat_stream.finish()],
+    ]
+    assert streams.local_runs == 0
+
+
+async def test_a_quiet_local_run_yields_empty_batches():
+    streams = InProcessChatStreams(FakeRunLog(), idle=0.01)
+    writer = streams.open("r1")
+    reader = asyncio.create_task(read_all(streams, "r1"))
+    await asyncio.sleep(0.05)
+    writer.emit(chat_stream.finish())
+    writer.close()
+    batches = await reader
+    assert batches[0] == []
+    assert batches[-1] == [chat_stream.finish()]
+
+
+async def test_a_run_of_another_process_is_replayed_from_the_log_until_it_ends():
+    log = FakeRunLog()
+    log.start("r2")
+    streams = InProcessChatStreams(log, poll_interval=0.005, idle=0.02)
+    await log.append("org_a", "r2", first_seq=0, chunks=[chat_stream.start("m")], parts=[])
+    reader = asyncio.create_task(read_all(streams, "r2"))
+    await asyncio.sleep(0.05)
+    await log.finish(
+        "org_a",
+        "r2",
+        status=StreamStatus.COMPLETED,
+        first_seq=1,
+        chunks=[chat_stream.finish()],
+        parts=[],
+    )
+    batches = await asyncio.wait_for(reader, 5)
+    assert batches[0] == [chat_stream.start("m")]
+    assert [] in batches
+    assert batches[-1] == [chat_stream.finish()]
+
+
+async def test_an_unknown_run_ends_at_once():
+    streams = InProcessChatStreams(FakeRunLog())
+    assert await read_all(streams, "nope") == []
