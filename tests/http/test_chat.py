@@ -90,6 +90,17 @@ async def conversation(client: AsyncTestClient, who: Any, thread_id: str) -> dic
     return response.json()
 
 
+async def start_polled(client: AsyncTestClient, who: Any, agent: dict[str, Any]) -> str:
+    """Send a message in polling mode; the conversation's id."""
+    response = await client.post(
+        "/chat",
+        json={"agentId": agent["id"], "messages": user_message()},
+        headers={**who.headers, "X-Stream-Response": "false"},
+    )
+    assert response.status_code == 202, response.text
+    return str(response.headers["x-thread-id"])
+
+
 async def settled(client: AsyncTestClient, who: Any, thread_id: str) -> dict[str, Any]:
     for _ in range(200):
         body = await conversation(client, who, thread_id)
@@ -218,12 +229,7 @@ async def test_a_provider_failure_mid_stream_keeps_what_was_produced(chat, alice
 async def test_a_running_answer_is_resumed_from_its_start(chat, alice, holder):
     script(holder, [TextDelta("One "), 0.3, TextDelta("two "), 0.3, TextDelta("three.")])
     agent = await make_agent(chat, alice)
-    started = await chat.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**alice.headers, "X-Stream-Response": "false"},
-    )
-    thread_id = started.headers["x-thread-id"]
+    thread_id = await start_polled(chat, alice, agent)
     await asyncio.sleep(0.1)
     resumed = await chat.get(f"/chat/{thread_id}/stream", headers=alice.headers)
     assert resumed.status_code == 200
@@ -240,12 +246,7 @@ async def test_a_running_answer_is_resumed_from_its_start(chat, alice, holder):
 async def test_cancel_stops_the_answer_and_keeps_its_text(chat, alice, holder):
     script(holder, [TextDelta("Started "), 30.0, TextDelta("never sent")])
     agent = await make_agent(chat, alice)
-    started = await chat.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**alice.headers, "X-Stream-Response": "false"},
-    )
-    thread_id = started.headers["x-thread-id"]
+    thread_id = await start_polled(chat, alice, agent)
     await asyncio.sleep(0.1)
     response = await chat.post(f"/chat/{thread_id}/cancel", headers=alice.headers)
     assert response.status_code == 200, response.text
@@ -266,12 +267,7 @@ async def test_cancel_stops_the_answer_and_keeps_its_text(chat, alice, holder):
 async def test_a_second_message_while_answering_is_409(chat, alice, holder):
     script(holder, [TextDelta("Busy "), 30.0])
     agent = await make_agent(chat, alice)
-    started = await chat.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**alice.headers, "X-Stream-Response": "false"},
-    )
-    thread_id = started.headers["x-thread-id"]
+    thread_id = await start_polled(chat, alice, agent)
     again = await chat.post(
         "/chat",
         json={"agentId": agent["id"], "threadId": thread_id, "messages": user_message("And?")},
@@ -287,12 +283,7 @@ async def test_another_server_process_resumes_the_stream_from_the_database(
 ):
     script(holder, [TextDelta("From "), 0.3, TextDelta("process "), 0.3, TextDelta("one.")])
     agent = await make_agent(chat, alice)
-    started = await chat.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**alice.headers, "X-Stream-Response": "false"},
-    )
-    thread_id = started.headers["x-thread-id"]
+    thread_id = await start_polled(chat, alice, agent)
     app = create_app(settings, database, ScriptedModels(Holder()))
     async with AsyncTestClient(app=app) as two:
         await asyncio.sleep(0.1)
@@ -310,12 +301,7 @@ async def test_a_cancel_sent_to_another_server_process_stops_the_answer_at_once(
 ):
     script(holder, [TextDelta("Started "), 30.0, TextDelta("never sent")])
     agent = await make_agent(chat, alice)
-    started = await chat.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**alice.headers, "X-Stream-Response": "false"},
-    )
-    thread_id = started.headers["x-thread-id"]
+    thread_id = await start_polled(chat, alice, agent)
     app = create_app(settings, database, ScriptedModels(Holder()))
     async with AsyncTestClient(app=app) as two:
         await asyncio.sleep(0.2)

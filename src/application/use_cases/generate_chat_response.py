@@ -28,12 +28,13 @@ from application.ports.chat_streams import ChatStreamWriter
 from application.ports.knowledge_search import KnowledgeSearch
 from application.ports.skill_catalog import SkillCatalog, SkillSummary
 from application.ports.usage_ledger import UsageLedger
+from application.use_cases.model_usage import record_model_usage
 from domain import chat_stream
 from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
-from domain.usage import PriceList, UsageEntry, UsagePurpose
+from domain.usage import PriceList, UsagePurpose
 
 log = logging.getLogger(__name__)
 
@@ -288,27 +289,18 @@ class GenerateChatResponse:
         text: str,
         usage: Usage | None,
     ) -> None:
-        estimated = usage is None
-        if usage is None:
-            prompt = sum(len(t.content) for t in turns)
-            usage = Usage(input_tokens=prompt // 4 + 1, output_tokens=len(text) // 4)
-        model = command.agent.model
-        try:
-            await self._ledger.record(
-                UsageEntry(
-                    org_id=command.caller.org_id,
-                    user_id=command.caller.user_id,
-                    thread_id=command.thread_id,
-                    purpose=UsagePurpose.CHAT,
-                    model=model,
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cost_usd=self._prices.cost(model, usage.input_tokens, usage.output_tokens),
-                    estimated=estimated,
-                )
-            )
-        except Exception:
-            log.exception("chat response %s: usage could not be recorded", command.run_id)
+        await record_model_usage(
+            self._ledger,
+            self._prices,
+            org_id=command.caller.org_id,
+            user_id=command.caller.user_id,
+            thread_id=command.thread_id,
+            purpose=UsagePurpose.CHAT,
+            model=command.agent.model,
+            turns=turns,
+            answer=text,
+            usage=usage,
+        )
 
     @staticmethod
     def _cite(progress: _Progress, passages: Sequence[SearchResult], cited: set[str]) -> None:

@@ -17,6 +17,7 @@ from application.ports.chat_model import (
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.ports.usage_ledger import UsageLedger
+from application.use_cases.model_usage import record_model_usage
 from domain.agents import DEFAULT_CHAT_MODEL, Agent
 from domain.conversations import (
     Conversation,
@@ -26,7 +27,7 @@ from domain.conversations import (
     validate_title,
 )
 from domain.errors import Invalid
-from domain.usage import PriceList, UsageEntry, UsagePurpose
+from domain.usage import PriceList, UsagePurpose
 
 log = logging.getLogger(__name__)
 
@@ -167,31 +168,18 @@ class GenerateConversationTitle:
     async def _record_usage(
         self, conversation: Conversation, turns: list[ChatTurn], text: str, usage: Usage | None
     ) -> None:
-        estimated = usage is None
-        if usage is None:
-            prompt = sum(len(turn.content) for turn in turns)
-            usage = Usage(input_tokens=prompt // 4 + 1, output_tokens=len(text) // 4)
-        try:
-            await self._ledger.record(
-                UsageEntry(
-                    org_id=conversation.org_id,
-                    user_id=conversation.user_id,
-                    thread_id=conversation.thread_id,
-                    purpose=UsagePurpose.TITLE,
-                    model=self._model,
-                    input_tokens=usage.input_tokens,
-                    output_tokens=usage.output_tokens,
-                    cost_usd=self._prices.cost(
-                        self._model, usage.input_tokens, usage.output_tokens
-                    ),
-                    estimated=estimated,
-                )
-            )
-        except Exception:
-            # A retry of the job would call the model (and charge) again: log instead.
-            log.exception(
-                "title generation for %s: usage could not be recorded", conversation.thread_id
-            )
+        await record_model_usage(
+            self._ledger,
+            self._prices,
+            org_id=conversation.org_id,
+            user_id=conversation.user_id,
+            thread_id=conversation.thread_id,
+            purpose=UsagePurpose.TITLE,
+            model=self._model,
+            turns=turns,
+            answer=text,
+            usage=usage,
+        )
 
 
 def _bounded(text: str, limit: int, *, one_line: bool = True) -> str:
