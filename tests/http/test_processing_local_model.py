@@ -22,7 +22,8 @@ async def test_semantic_search_with_the_bundled_model(settings, database, clean,
     async with AsyncTestClient(app=create_app(settings, database)) as client:
         kb = await make_kb(client, alice)
         await upload(client, alice, kb["id"], "policy.md", "text/markdown", POLICY.encode())
-        worker, container = build_worker(settings, database, concurrency=1)
+        # As `agent-platform worker` does: the model loads beside the first job.
+        worker, container = build_worker(settings, database, concurrency=1, warm_up=True)
         task = asyncio.create_task(worker.run())
         try:
             (done,) = await settle(client, alice, kb["id"], within=120)

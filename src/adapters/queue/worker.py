@@ -57,6 +57,7 @@ class PgQueuerWorker:
         heartbeat_timeout: timedelta = timedelta(seconds=30),
         reaper: Callable[[], Awaitable[int]] | None = None,
         reap_every: timedelta = timedelta(minutes=1),
+        on_start: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._url = url
         self._handlers = dict(handlers)
@@ -66,6 +67,7 @@ class PgQueuerWorker:
         self._heartbeat_timeout = heartbeat_timeout
         self._reaper = reaper
         self._reap_every = reap_every
+        self._on_start = on_start
         self._manager: QueueManager | None = None
         self._stopping = asyncio.Event()
 
@@ -85,6 +87,7 @@ class PgQueuerWorker:
         for kind, handler in self._handlers.items():
             manager.entrypoint(kind)(self._dispatcher(kind, handler, slots))
         reaping = asyncio.create_task(self._reap_periodically()) if self._reaper else None
+        starting = asyncio.create_task(self._start_in_background()) if self._on_start else None
         log.info("worker.started", kinds=sorted(self._handlers), concurrency=self._concurrency)
         try:
             if self._stopping.is_set():
@@ -96,6 +99,10 @@ class PgQueuerWorker:
                 dequeue_timeout=timedelta(seconds=5),
             )
         finally:
+            if starting:
+                starting.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await starting
             if reaping:
                 reaping.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
@@ -130,6 +137,14 @@ class PgQueuerWorker:
                     raise RetryRequested(delay=delay, reason=type(error).__name__) from error
 
         return dispatch
+
+    async def _start_in_background(self) -> None:
+        """`on_start` beside the first jobs rather than before them (it may take seconds)."""
+        assert self._on_start is not None
+        try:
+            await self._on_start()
+        except Exception:  # a failed warm-up only means the first job does that work itself
+            log.exception("worker.on_start_failed")
 
     async def _reap_periodically(self) -> None:
         assert self._reaper is not None
