@@ -75,6 +75,7 @@ class _Progress:
     parts: list[dict[str, Any]] = field(default_factory=list)
     next_seq: int = 0
     open_text: str | None = None
+    calls: list[tuple[Sequence[ChatTurn], str, Usage | None]] = field(default_factory=list)
     last_flush: float = field(default_factory=time.monotonic)
 
     def emit(self, chunk: chat_stream.Chunk) -> None:
@@ -169,6 +170,9 @@ class GenerateChatResponse:
             log.exception("chat response %s could not be stored", command.run_id)
         finally:
             writer.close()
+        # Charged once the reader has the whole answer, so that the ledger adds no latency.
+        for turns, text, usage in progress.calls:
+            await self._record_usage(command, turns, text, usage)
 
     async def _heartbeat(self, command: GenerateChatResponseCommand, main: Any) -> None:
         """Keeps the run alive while the model is silent, and notices a cancel asked for
@@ -279,7 +283,7 @@ class GenerateChatResponse:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
-            await self._record_usage(command, turns, "".join(text), usage)
+            progress.calls.append((tuple(turns), "".join(text), usage))
         return calls, "".join(text)
 
     async def _record_usage(
