@@ -90,3 +90,21 @@ def abort() -> Chunk:
 def is_ending(chunk: Chunk) -> bool:
     """Whether `chunk` is the last one of a response."""
     return chunk.get("type") in ENDINGS
+
+
+def compact(chunks: list[Chunk]) -> list[Chunk]:
+    """The same stream in fewer chunks: consecutive `text-delta`s of one text part become one.
+    A reader assembles exactly the same message from either; stored runs keep the short form."""
+    merged: list[Chunk] = []
+    for chunk in chunks:
+        last = merged[-1] if merged else None
+        if (
+            last is not None
+            and chunk.get("type") == "text-delta"
+            and last.get("type") == "text-delta"
+            and last.get("id") == chunk.get("id")
+        ):
+            merged[-1] = {**last, "delta": last["delta"] + chunk["delta"]}
+        else:
+            merged.append(chunk)
+    return merged

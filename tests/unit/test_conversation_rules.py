@@ -119,3 +119,30 @@ def test_list_limits():
     for bad in ("0", "101", "many"):
         with pytest.raises(Invalid):
             validate_list_limit(bad)
+
+
+def test_compacting_a_stream_merges_the_deltas_of_one_text_part_only():
+    from domain import chat_stream as cs
+
+    chunks = [
+        cs.start("m"),
+        cs.text_start("a"),
+        cs.text_delta("a", "Hel"),
+        cs.text_delta("a", "lo"),
+        cs.text_end("a"),
+        cs.text_start("b"),
+        cs.text_delta("b", "x"),
+        cs.tool_input_start("c", "search"),
+        cs.text_delta("b", "y"),
+    ]
+    assert cs.compact(chunks) == [
+        cs.start("m"),
+        cs.text_start("a"),
+        cs.text_delta("a", "Hello"),
+        cs.text_end("a"),
+        cs.text_start("b"),
+        cs.text_delta("b", "x"),
+        cs.tool_input_start("c", "search"),
+        cs.text_delta("b", "y"),
+    ]
+    assert chunks[2] == cs.text_delta("a", "Hel")

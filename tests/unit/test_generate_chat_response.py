@@ -139,7 +139,10 @@ async def test_a_text_answer_streams_in_protocol_order_and_is_stored_whole():
     ]
     assert world.writer.chunks[0] == {"type": "start", "messageId": "msg-1"}
     assert world.writer.closed
-    assert world.stored == world.writer.types
+    # Stored in the short form: the deltas of one text part become one.
+    assert world.stored == [t for i, t in enumerate(world.writer.types) if i not in (4, 5)]
+    stored_delta = world.runs.chunks["run-1"][3]
+    assert stored_delta["delta"] == "Twenty-five days."
     assert world.runs.status["run-1"] is StreamStatus.COMPLETED
     assert world.runs.parts["run-1"] == [{"type": "text", "text": "Twenty-five days."}]
     (entry,) = world.ledger.entries

@@ -162,7 +162,7 @@ class GenerateChatResponse:
                 command.run_id,
                 status=status,
                 first_seq=progress.next_seq,
-                chunks=progress.pending,
+                chunks=chat_stream.compact(progress.pending),
                 parts=progress.parts,
                 error=error,
             )
@@ -191,7 +191,7 @@ class GenerateChatResponse:
     async def _flush(self, command: GenerateChatResponseCommand, progress: _Progress) -> None:
         if not progress.pending:
             return
-        chunks, progress.pending = progress.pending, []
+        chunks, progress.pending = chat_stream.compact(progress.pending), []
         cancel = await self._runs.append(
             command.caller.org_id,
             command.run_id,
