@@ -41,3 +41,5 @@ bench: $(STAMP)
 	-$(BIN)/python bench/kb_endpoints.py
 	-$(BIN)/python bench/ingestion.py
 	-$(BIN)/python bench/search.py
+	-$(BIN)/python bench/chat_stream.py
+	-$(BIN)/python bench/chat_local_tokens.py
