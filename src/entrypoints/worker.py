@@ -4,6 +4,7 @@ the job's organization."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
@@ -63,38 +64,16 @@ def build_worker(
         identity = Identity(user_id=WORKER_USER, org_id=str(payload["orgId"]), role=ADMIN_ROLE)
         return container(context={Identity: identity})
 
-    async def process_file(payload: dict[str, Any], last_attempt: bool) -> None:
-        async with in_organization(payload) as request:
-            use_case = await request.get(ProcessFile)
-            await use_case.execute(
-                ProcessFileCommand(
-                    org_id=str(payload["orgId"]),
-                    file_record_id=int(payload["fileRecordId"]),
-                    last_attempt=last_attempt,
-                )
-            )
+    def handler(
+        use_case: type[Any], command: Callable[[dict[str, Any], bool], object]
+    ) -> Callable[[dict[str, Any], bool], Awaitable[None]]:
+        """Runs `use_case` with the command built from a job's payload, in its organization."""
 
-    async def reembed(payload: dict[str, Any], last_attempt: bool) -> None:
-        async with in_organization(payload) as request:
-            use_case = await request.get(ReembedKnowledgeBase)
-            await use_case.execute(
-                ReembedKnowledgeBaseCommand(
-                    org_id=str(payload["orgId"]),
-                    kb_id=int(payload["kbId"]),
-                    last_attempt=last_attempt,
-                )
-            )
+        async def handle(payload: dict[str, Any], last_attempt: bool) -> None:
+            async with in_organization(payload) as request:
+                await (await request.get(use_case)).execute(command(payload, last_attempt))
 
-    async def generate_title(payload: dict[str, Any], last_attempt: bool) -> None:
-        async with in_organization(payload) as request:
-            use_case = await request.get(GenerateConversationTitle)
-            await use_case.execute(
-                GenerateConversationTitleCommand(
-                    org_id=str(payload["orgId"]),
-                    thread_id=str(payload["threadId"]),
-                    title_version=int(payload["titleVersion"]),
-                )
-            )
+        return handle
 
     async def load_default_embedder() -> None:
         model = settings.default_embedding_model
@@ -117,9 +96,28 @@ def build_worker(
     worker = PgQueuerWorker(
         database.url,
         {
-            PROCESS_FILE: process_file,
-            REEMBED_KNOWLEDGE_BASE: reembed,
-            GENERATE_TITLE: generate_title,
+            PROCESS_FILE: handler(
+                ProcessFile,
+                lambda p, last: ProcessFileCommand(
+                    org_id=str(p["orgId"]),
+                    file_record_id=int(p["fileRecordId"]),
+                    last_attempt=last,
+                ),
+            ),
+            REEMBED_KNOWLEDGE_BASE: handler(
+                ReembedKnowledgeBase,
+                lambda p, last: ReembedKnowledgeBaseCommand(
+                    org_id=str(p["orgId"]), kb_id=int(p["kbId"]), last_attempt=last
+                ),
+            ),
+            GENERATE_TITLE: handler(
+                GenerateConversationTitle,
+                lambda p, _last: GenerateConversationTitleCommand(
+                    org_id=str(p["orgId"]),
+                    thread_id=str(p["threadId"]),
+                    title_version=int(p["titleVersion"]),
+                ),
+            ),
         },
         app_role=settings.database_app_role,
         concurrency=workers,
