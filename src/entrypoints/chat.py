@@ -133,9 +133,8 @@ class ChatEntry:
     async def _scope(self, identity: Identity) -> AsyncIterator[tuple[Caller, OrgConnection]]:
         caller = identity.as_caller()
         async with org_connection(self._pool, caller.org_id, self._gate) as db:
-            if not self._seen.is_fresh(identity):
-                await RecordMemberSeen(PgMemberDirectory(db), db, self._clock).execute(identity)
-                self._seen.mark(identity)
+            record = RecordMemberSeen(PgMemberDirectory(db), db, self._clock)
+            await self._seen.provision(identity, lambda: record.execute(identity))
             yield caller, db
 
     async def send(

@@ -8,7 +8,7 @@ any of them.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import asyncpg
 import httpx
@@ -93,6 +93,12 @@ class RecentlySeen:
 
     def forget_all(self) -> None:
         self._seen.clear()
+
+    async def provision(self, identity: Identity, record: Callable[[], Awaitable[None]]) -> None:
+        """Run `record` (the member's provisioning) unless the identity was seen lately."""
+        if not self.is_fresh(identity):
+            await record()
+            self.mark(identity)
 
     def mark(self, identity: Identity) -> None:
         if len(self._seen) >= self._limit:
@@ -267,11 +273,12 @@ class RequestProvider(Provider):
         self, identity: Identity, seen: RecentlySeen, container: AsyncContainer
     ) -> Caller:
         caller = identity.as_caller()
-        if not seen.is_fresh(identity):
+
+        async def record() -> None:
             # Resolved only when needed: most requests come from a member seen moments ago.
-            record = await container.get(RecordMemberSeen)
-            await record.execute(identity)
-            seen.mark(identity)
+            await (await container.get(RecordMemberSeen)).execute(identity)
+
+        await seen.provision(identity, record)
         return caller
 
     @provide
