@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import uvloop
 from dishka import AsyncContainer, Provider, Scope, from_context
 
 from adapters.postgres.migrations import migrate
@@ -154,7 +155,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     config = uvicorn.Config(
         app, host=settings.host, port=settings.port, log_config=None, access_log=False
     )
-    asyncio.run(_serve_with_worker(uvicorn.Server(config), settings, database))
+    uvloop.run(_serve_with_worker(uvicorn.Server(config), settings, database))
     return 0
 
 
@@ -187,7 +188,7 @@ def _worker(settings: Settings, concurrency: int | None) -> int:
         finally:
             await container.close()
 
-    asyncio.run(run())
+    uvloop.run(run())
     return 0
 
 
