@@ -160,6 +160,39 @@ async def test_text_usage_and_finish_stream_in_order():
     assert "tools" not in payload
 
 
+ANSWER = [delta("Hel"), delta("lo, wörld!"), delta(finish="stop"), usage(12, 3), DONE]
+ANSWER_EVENTS = [TextDelta("Hel"), TextDelta("lo, wörld!"), Usage(12, 3), Finished("stop")]
+
+
+@pytest.mark.parametrize(
+    "reads",
+    [
+        pytest.param(["".join(ANSWER)], id="the whole answer in one read"),
+        pytest.param(
+            [piece for text in ANSWER for piece in (text[:7], text[7:])], id="lines split"
+        ),
+        pytest.param(
+            [bytes([b]) for b in "".join(ANSWER).encode()], id="one byte at a time (UTF-8 split)"
+        ),
+        pytest.param([text.replace("\n", "\r\n") for text in ANSWER], id="CRLF line endings"),
+        pytest.param(["".join(ANSWER).removesuffix("\n\n")], id="no newline after the end"),
+    ],
+)
+async def test_events_are_read_whatever_the_network_reads_carry(reads):
+    provider = Provider(stream(*reads))
+
+    assert await collect(make_model(provider)) == ANSWER_EVENTS
+
+
+async def test_garbage_in_the_same_read_fails_after_the_text_before_it():
+    provider = Provider(stream(delta("Hello") + "data: {not json\n\n" + delta(" world") + DONE))
+
+    events, failure = await events_until_failure(make_model(provider))
+
+    assert events == [TextDelta("Hello")]
+    assert failure.message == "The model provider sent an answer that could not be read."
+
+
 async def test_turns_tools_and_tool_choice_are_sent_in_openai_form():
     provider = Provider(stream(delta("ok", finish="stop"), DONE))
     call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
@@ -458,6 +491,19 @@ async def test_the_overall_deadline_ends_a_slow_answer():
     assert events == [TextDelta("Hel"), TextDelta("lo")]
     assert failure.message == "The model provider did not finish its answer within 0.3 s."
     assert provider.bodies[0].closed
+
+
+async def test_the_deadline_ends_an_answer_that_trickles_faster_than_the_read_timeout():
+    trickle = [part for _ in range(12) for part in (delta("."), 0.1)]
+    provider = Provider(stream(*trickle, delta(finish="stop"), DONE))
+    model = make_model(provider, timeout=0.5, read_timeout=0.2)
+
+    started = asyncio.get_running_loop().time()
+    events, failure = await events_until_failure(model)
+
+    assert failure.message == "The model provider did not finish its answer within 0.5 s."
+    assert 0.45 <= asyncio.get_running_loop().time() - started < 0.9
+    assert 3 <= len(events) < 12
 
 
 async def test_closing_the_stream_early_closes_the_response():

@@ -18,11 +18,12 @@ import json
 import random
 import re
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
+import msgspec
 
 from adapters.embeddings.openai_compatible import DEFAULT_OPENAI_BASE_URL, retry_after
 from application.ports.chat_model import (
@@ -255,13 +256,22 @@ class OpenAIChatModel:
     async def _stream_answer(
         self, response: httpx.Response, deadline: float
     ) -> AsyncIterator[ChatEvent]:
-        lines = response.aiter_lines()
+        # The body is split into lines here, per network read, rather than by httpx line by
+        # line: a read usually carries many events, and each await under a deadline costs.
+        reads = response.aiter_bytes()
         answer = _Answer()
+        partial = b""
         done = False
-        while True:
+        clock = asyncio.get_running_loop().time
+        while not done:
             try:
-                async with asyncio.timeout_at(deadline):
-                    line = await anext(lines)
+                if deadline - clock() > self._read_timeout:
+                    # httpx's read timeout ends a silence before the deadline could, so the
+                    # deadline needs no timer of its own (one per read costs) until it nears.
+                    data = await anext(reads)
+                else:
+                    async with asyncio.timeout_at(deadline):
+                        data = await anext(reads)
             except StopAsyncIteration:
                 break
             except TimeoutError:
@@ -272,32 +282,50 @@ class OpenAIChatModel:
                 raise ChatModelError(
                     "The connection to the model provider was lost while it was answering."
                 ) from None
-            if not line.startswith("data:"):
-                # Blank separators, `: keep-alive` comments, `event:` and `id:` fields.
-                continue
-            data = line[5:].strip()
-            if data == "[DONE]":
-                done = True
-                await self._drain(lines)
-                break
-            try:
-                chunk = json.loads(data)
-            except ValueError:
-                raise ChatModelError(UNREADABLE) from None
-            for event in self._chunk_events(chunk, answer):
+            lines = (partial + data).split(b"\n")
+            partial = lines.pop()
+            for event in self._line_events(lines, answer):
+                if event is None:
+                    done = True
+                    break
+                yield event
+        if done:
+            await self._drain(reads)
+        elif partial.strip():
+            for event in self._line_events([partial], answer):
+                if event is None:
+                    done = True
+                    break
                 yield event
         if not done and answer.finish is None:
             raise ChatModelError("The model provider's answer ended before it was complete.")
         for event in answer.ending():
             yield event
 
+    def _line_events(self, lines: list[bytes], answer: _Answer) -> Iterator[ChatEvent | None]:
+        """The events of complete server-sent-event lines, one by one, so that what came
+        before an unreadable line is delivered; `None` marks `data: [DONE]`."""
+        for line in lines:
+            if not line.startswith(b"data:"):
+                # Blank separators, `: keep-alive` comments, `event:` and `id:` fields.
+                continue
+            data = line[5:].strip()
+            if data == b"[DONE]":
+                yield None
+                return
+            try:
+                chunk = msgspec.json.decode(data)
+            except msgspec.DecodeError:
+                raise ChatModelError(UNREADABLE) from None
+            yield from self._chunk_events(chunk, answer)
+
     @staticmethod
-    async def _drain(lines: AsyncIterator[str]) -> None:
+    async def _drain(reads: AsyncIterator[bytes]) -> None:
         """Read what follows `[DONE]` (the end of the body), so that the connection goes back
         to the pool instead of being closed half-read."""
         with contextlib.suppress(Exception):
             async with asyncio.timeout(DRAIN_TIMEOUT):
-                async for _ in lines:
+                async for _ in reads:
                     pass
 
     def _chunk_events(self, chunk: object, answer: _Answer) -> list[ChatEvent]:
