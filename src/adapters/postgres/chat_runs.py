@@ -9,6 +9,11 @@ A run that is no longer in progress (finished, or failed by `ap_reap_stalled_cha
 its heartbeats stopped) or no longer exists (its conversation was deleted) takes no more
 writes; `append` and `heartbeat` then answer True, telling the producer to stop, because
 nothing it produces can be kept.
+
+The log commits without waiting for its WAL to reach the disk (`synchronous_commit = off`):
+it is written every ~150 ms per answer and on the way to `[DONE]`, and a flush per write would
+be the largest part of each. What that risks is only a database crash's last moments of an
+answer, after which the run is failed with what was stored; the data stays consistent.
 """
 
 from __future__ import annotations
@@ -89,7 +94,7 @@ class PgChatRunLog:
         self._gate = gate
 
     async def _fetch(self, org_id: str, sql: str, *args: Any) -> list[asyncpg.Record]:
-        async with org_connection(self._pool, org_id, self._gate) as db:
+        async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             return await db.fetch(sql, org_id, *args)
 
     async def append(

@@ -14,6 +14,7 @@ directly because SQLAlchemy's transaction and result layers cost more than the q
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from collections import deque
 from collections.abc import AsyncIterator
@@ -24,6 +25,8 @@ import asyncpg
 import msgspec
 from pgvector.asyncpg import register_vector
 
+log = logging.getLogger(__name__)
+
 DEFAULT_APP_ROLE = "agent_platform_app"
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _json_encoder = msgspec.json.Encoder()
@@ -33,6 +36,9 @@ SCOPE = (
     "SELECT set_config('app.org_id', $1, false), "
     "set_config('hnsw.iterative_scan', 'relaxed_order', false)"
 )
+# As SCOPE, for writes that may trade durability for latency: a commit returns before its
+# WAL is flushed (a database crash, not an application one, can lose the last moments).
+SCOPE_ASYNC_COMMIT = SCOPE + ", set_config('synchronous_commit', 'off', false)"
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -162,17 +168,56 @@ class OrgConnection:
 
 @asynccontextmanager
 async def org_connection(
-    pool: asyncpg.Pool, org_id: str | None, gate: FairGate | None = None
+    pool: asyncpg.Pool,
+    org_id: str | None,
+    gate: FairGate | None = None,
+    *,
+    synchronous_commit: bool = True,
 ) -> AsyncIterator[OrgConnection]:
     """A connection that sees only `org_id`'s rows (none when it is None) until released;
-    whatever was not committed is rolled back."""
-    async with gate or _NO_GATE, pool.acquire() as connection:
-        await connection.execute(SCOPE, org_id or "")
+    whatever was not committed is rolled back. `synchronous_commit=False` lets its commits
+    return before their WAL is on disk (see SCOPE_ASYNC_COMMIT); the reset on release undoes it.
+
+    After a normal exit the connection goes back to the pool in the background: asyncpg's
+    reset is a round trip that the caller (a request about to answer, a stream about to end)
+    need not wait for. The gate's place is given back only once the connection is in the pool.
+    """
+    admission = gate or _NO_GATE
+    await admission.__aenter__()
+    try:
+        connection = await pool.acquire()
+    except BaseException:
+        await admission.__aexit__(None, None, None)
+        raise
+    try:
+        await connection.execute(SCOPE if synchronous_commit else SCOPE_ASYNC_COMMIT, org_id or "")
         scoped = OrgConnection(connection)
         try:
             yield scoped
         finally:
             await scoped.rollback()
+    except BaseException:
+        try:
+            await pool.release(connection)
+        finally:
+            await admission.__aexit__(None, None, None)
+        raise
+    task = asyncio.get_running_loop().create_task(_release(pool, connection, admission))
+    _releasing.add(task)
+    task.add_done_callback(_releasing.discard)
+
+
+_releasing: set[asyncio.Task[None]] = set()
+
+
+async def _release(pool: asyncpg.Pool, connection: asyncpg.Connection, admission: Any) -> None:
+    try:
+        await pool.release(connection)
+    except Exception:
+        # asyncpg closes a connection it could not reset; the pool opens another.
+        log.warning("a database connection could not be returned to the pool", exc_info=True)
+    finally:
+        await admission.__aexit__(None, None, None)
 
 
 class _NoGate:
