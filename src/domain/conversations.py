@@ -26,6 +26,8 @@ FALLBACK_TITLE_LENGTH = 60
 GENERATED_TITLE_LENGTH = 80
 MAX_TITLE_WORDS = 12
 DEFAULT_TITLE = "New conversation"
+# A new conversation's title version; each title change (generated or renamed) adds one.
+FIRST_TITLE_VERSION = 0
 MAX_MESSAGES = 100
 MAX_PARTS = 50
 MAX_TEXT = 100_000

@@ -15,6 +15,7 @@ from typing import Any
 
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
+    FIRST_TITLE_VERSION,
     ChatRun,
     Conversation,
     ConversationCursor,
@@ -101,7 +102,7 @@ class FakeConversations:
             agent_id=new.agent_id,
             title=new.title,
             title_source=new.title_source,
-            title_version=0,
+            title_version=FIRST_TITLE_VERSION,
             upstream_conversation_id=(
                 _canonical(new.upstream_conversation_id) if new.upstream_conversation_id else None
             ),
@@ -111,6 +112,22 @@ class FakeConversations:
         )
         self.rows[thread_id] = conversation
         return conversation
+
+    async def start(
+        self,
+        new: NewConversation,
+        *,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        run_id: str,
+        answer_id: str,
+    ) -> StoredMessage:
+        await self.add(new)
+        sent = await self.add_message(
+            new.org_id, new.thread_id, message_id=message_id, role="user", parts=parts
+        )
+        await self.start_run(new.org_id, new.thread_id, run_id=run_id, message_id=answer_id)
+        return sent
 
     async def get(
         self, org_id: str, thread_id: str, *, for_update: bool = False

@@ -375,3 +375,59 @@ async def test_row_level_security_hides_other_organizations_chat_rows(app_pool, 
     async with org_connection(app_pool, "org_a") as db:
         (row,) = await db.fetch(unfiltered)
     assert tuple(row) == (1, 2, 1)
+
+
+async def test_start_writes_the_conversation_its_question_and_the_answer_at_once(
+    app_pool, owner_engine
+):
+    agent = await make_agent(owner_engine)
+    new = new_conversation(agent, title="Trip", title_source=TitleSource.SUPPLIED)
+    question, answer, run_id = (str(uuid.uuid4()) for _ in range(3))
+    parts = [{"type": "text", "text": "Where to?"}]
+    async with org_connection(app_pool, "org_a") as db:
+        sent = await PgConversationRepository(db).start(
+            new, message_id=question, parts=parts, run_id=run_id, answer_id=answer
+        )
+        assert not db.in_transaction
+    # Committed on its own: another connection sees everything.
+    async with org_connection(app_pool, "org_a") as db:
+        repo = PgConversationRepository(db)
+        conversation = await repo.get("org_a", new.thread_id)
+        messages = await repo.messages("org_a", new.thread_id)
+        run = await repo.running_run("org_a", new.thread_id)
+    assert (sent.id, sent.role, sent.parts) == (question, "user", parts)
+    assert conversation is not None
+    assert (conversation.title, conversation.title_source) == ("Trip", TitleSource.SUPPLIED)
+    assert conversation.stream_status is StreamStatus.IN_PROGRESS
+    assert conversation.title_version == 0
+    assert [(m.id, m.role, m.parts) for m in messages] == [
+        (question, "user", parts),
+        (answer, "assistant", []),
+    ]
+    assert run is not None and (run.id, run.message_id) == (run_id, answer)
+
+
+async def test_start_joins_an_open_transaction_and_refuses_an_existing_thread(
+    app_pool, owner_engine
+):
+    agent = await make_agent(owner_engine)
+    new = new_conversation(agent)
+    async with org_connection(app_pool, "org_a") as db:
+        repo = PgConversationRepository(db)
+        await db.begin()
+        await repo.start(
+            new, message_id=str(uuid.uuid4()), parts=[], run_id=str(uuid.uuid4()),
+            answer_id=str(uuid.uuid4()),
+        )  # fmt: skip
+        await db.rollback()
+        assert await repo.get("org_a", new.thread_id) is None
+        await repo.start(
+            new, message_id=str(uuid.uuid4()), parts=[], run_id=str(uuid.uuid4()),
+            answer_id=str(uuid.uuid4()),
+        )  # fmt: skip
+        with pytest.raises(Conflict):
+            await repo.start(
+                new, message_id=str(uuid.uuid4()), parts=[], run_id=str(uuid.uuid4()),
+                answer_id=str(uuid.uuid4()),
+            )  # fmt: skip
+        assert len(await repo.messages("org_a", new.thread_id)) == 2

@@ -17,6 +17,7 @@ from adapters.postgres.cancel_listener import CANCEL_CHANNEL
 from adapters.postgres.database import OrgConnection
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
+    FIRST_TITLE_VERSION,
     ChatRun,
     Conversation,
     ConversationCursor,
@@ -38,10 +39,36 @@ RUN_COLUMNS = "r.id::text, r.org_id, r.thread_id::text, r.message_id::text, r.st
 
 INSERT_CONVERSATION = f"""
     INSERT INTO conversations AS c (thread_id, org_id, user_id, agent_id, title, title_source,
-        upstream_conversation_id)
-    VALUES ($1, $2, $3, $4, $5, $6, $7)
+        upstream_conversation_id, title_version)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
     ON CONFLICT (thread_id) DO NOTHING
     RETURNING {CONVERSATION_COLUMNS}"""
+# A new conversation, its first message, the empty answer and its run in one statement (one
+# round trip instead of five on the way to the first byte). The two messages are inserted by
+# one INSERT in order, so the answer comes after the question in `seq`.
+START_CONVERSATION = f"""
+    WITH thread AS (
+        INSERT INTO conversations (thread_id, org_id, user_id, agent_id, title, title_source,
+            upstream_conversation_id, title_version, stream_status)
+        VALUES ($2, $1, $3, $4, $5, $6, $7, $8, '{IN_PROGRESS}')
+        ON CONFLICT (thread_id) DO NOTHING
+        RETURNING thread_id
+    ), messages AS (
+        INSERT INTO chat_messages AS m (id, org_id, thread_id, role, parts, status)
+        SELECT v.id, $1, thread.thread_id, v.role, v.parts, v.status
+        FROM thread, (VALUES (1, $9::uuid, 'user', $10::jsonb, NULL::varchar),
+            (2, $11::uuid, 'assistant', '[]'::jsonb, '{IN_PROGRESS}')) AS v(n, id, role, parts,
+            status)
+        ORDER BY v.n
+        RETURNING {MESSAGE_COLUMNS}
+    ), run AS (
+        INSERT INTO chat_runs (id, org_id, thread_id, message_id, status, created_at,
+            heartbeat_at)
+        SELECT $12, $1, thread.thread_id, $11, '{IN_PROGRESS}', clock_timestamp(),
+            clock_timestamp()
+        FROM thread
+    )
+    SELECT * FROM messages WHERE role = 'user'"""
 GET_CONVERSATION = (
     f"SELECT {CONVERSATION_COLUMNS} FROM conversations c WHERE c.org_id = $1 AND c.thread_id = $2"
 )
@@ -153,10 +180,30 @@ class PgConversationRepository:
             INSERT_CONVERSATION, _uuid(new.thread_id), new.org_id, new.user_id, new.agent_id,
             new.title, new.title_source.value,
             _uuid(new.upstream_conversation_id) if new.upstream_conversation_id else None,
+            FIRST_TITLE_VERSION,
         )  # fmt: skip
         if not rows:
             raise Conflict("A conversation with this threadId already exists")
         return _conversation(rows[0])
+
+    async def start(
+        self,
+        new: NewConversation,
+        *,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        run_id: str,
+        answer_id: str,
+    ) -> StoredMessage:
+        rows = await self._db.fetch(
+            START_CONVERSATION, new.org_id, _uuid(new.thread_id), new.user_id, new.agent_id,
+            new.title, new.title_source.value,
+            _uuid(new.upstream_conversation_id) if new.upstream_conversation_id else None,
+            FIRST_TITLE_VERSION, _uuid(message_id), parts, _uuid(answer_id), _uuid(run_id),
+        )  # fmt: skip
+        if not rows:
+            raise Conflict("A conversation with this threadId already exists")
+        return _message(rows[0])
 
     async def get(
         self, org_id: str, thread_id: str, *, for_update: bool = False

@@ -19,7 +19,23 @@ class ConversationRepository(Protocol):
     """
 
     async def add(self, new: NewConversation) -> Conversation:
-        """Insert a conversation (stream status none yet)."""
+        """Insert a conversation (stream status none yet, title version
+        `FIRST_TITLE_VERSION`)."""
+        ...
+
+    async def start(
+        self,
+        new: NewConversation,
+        *,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        run_id: str,
+        answer_id: str,
+    ) -> StoredMessage:
+        """Create a conversation with its first message (role `user`) and the start of its
+        answer, as `add`, `add_message` and `start_run` would, in one atomic write: in the
+        unit of work's transaction when one is open, committed at once otherwise. Returns the
+        user message; Conflict when `new.thread_id` exists."""
         ...
 
     async def get(

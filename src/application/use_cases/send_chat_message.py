@@ -16,6 +16,7 @@ from application.use_cases.generate_chat_response import (
 from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
+    FIRST_TITLE_VERSION,
     TITLE_WITH_THREAD,
     NewConversation,
     TitleSource,
@@ -105,10 +106,17 @@ class SendChatMessage:
             raise NotFound(AGENT_NOT_FOUND)
 
         created = thread_id is None
+        run_id = str(uuid.uuid4())
+        message_id = str(uuid.uuid4())
         if thread_id is None:
             thread_id = str(uuid.uuid4())
             source = TitleSource.SUPPLIED if title is not None else TitleSource.FALLBACK
-            conversation = await self._conversations.add(
+            if source is TitleSource.FALLBACK:
+                # Queued first, so that the job and the conversation commit together.
+                await self._jobs.enqueue(
+                    generate_title_job(caller.org_id, thread_id, FIRST_TITLE_VERSION)
+                )
+            sent = await self._conversations.start(
                 NewConversation(
                     thread_id=thread_id,
                     org_id=caller.org_id,
@@ -117,12 +125,14 @@ class SendChatMessage:
                     title=title or fallback_title(message.text, message.file_names),
                     title_source=source,
                     upstream_conversation_id=upstream,
-                )
+                ),
+                message_id=str(uuid.uuid4()),
+                parts=message.parts,
+                run_id=run_id,
+                answer_id=message_id,
             )
-            if source is TitleSource.FALLBACK:
-                await self._jobs.enqueue(
-                    generate_title_job(caller.org_id, thread_id, conversation.title_version)
-                )
+            # A new conversation's history is the message just sent: no need to read it back.
+            history = [sent]
         else:
             existing = await self._conversations.get(caller.org_id, thread_id, for_update=True)
             if existing is None or existing.user_id != caller.user_id:
@@ -131,19 +141,17 @@ class SendChatMessage:
                 raise Invalid(OTHER_AGENT, [field_error("agentId", OTHER_AGENT)])
             if await self._conversations.running_run(caller.org_id, thread_id) is not None:
                 raise Conflict(RESPONSE_RUNNING)
-
-        sent = await self._conversations.add_message(
-            caller.org_id, thread_id, message_id=str(uuid.uuid4()), role="user", parts=message.parts
-        )
-        run_id = str(uuid.uuid4())
-        message_id = str(uuid.uuid4())
-        # A new conversation's history is the message just sent: no need to read it back.
-        history = (
-            [sent] if created else await self._conversations.messages(caller.org_id, thread_id)
-        )
-        await self._conversations.start_run(
-            caller.org_id, thread_id, run_id=run_id, message_id=message_id
-        )
+            await self._conversations.add_message(
+                caller.org_id,
+                thread_id,
+                message_id=str(uuid.uuid4()),
+                role="user",
+                parts=message.parts,
+            )
+            history = await self._conversations.messages(caller.org_id, thread_id)
+            await self._conversations.start_run(
+                caller.org_id, thread_id, run_id=run_id, message_id=message_id
+            )
         await self._uow.commit()
 
         writer = self._streams.open(run_id)
