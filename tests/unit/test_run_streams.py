@@ -32,6 +32,53 @@ async def test_a_local_reader_gets_what_was_emitted_then_the_rest_live():
     assert streams.local_runs == 0
 
 
+async def test_after_the_first_words_a_reader_gets_merged_batches_and_the_end_at_once():
+    streams = InProcessChatStreams(FakeRunLog(), coalesce=0.2)
+    writer = streams.open("r1")
+    reader = asyncio.create_task(read_all(streams, "r1"))
+    writer.emit(chat_stream.start("m"))
+    await asyncio.sleep(0.01)
+    writer.emit(chat_stream.text_start("t"))
+    writer.emit(chat_stream.text_delta("t", "Hel"))
+    await asyncio.sleep(0.01)
+    for piece in ("lo", ", ", "world"):
+        writer.emit(chat_stream.text_delta("t", piece))
+        await asyncio.sleep(0.01)
+    loop = asyncio.get_running_loop()
+    closed_at = loop.time()
+    writer.emit(chat_stream.text_end("t"))
+    writer.emit(chat_stream.finish())
+    writer.close()
+    batches = await reader
+
+    assert loop.time() - closed_at < 0.1
+    assert batches == [
+        [chat_stream.start("m")],
+        [chat_stream.text_start("t"), chat_stream.text_delta("t", "Hel")],
+        [
+            chat_stream.text_delta("t", "lo, world"),
+            chat_stream.text_end("t"),
+            chat_stream.finish(),
+        ],
+    ]
+
+
+async def test_words_keep_coming_every_coalescing_interval():
+    streams = InProcessChatStreams(FakeRunLog(), coalesce=0.05)
+    writer = streams.open("r1")
+    reader = asyncio.create_task(read_all(streams, "r1"))
+    writer.emit(chat_stream.text_start("t"))
+    for _ in range(30):
+        writer.emit(chat_stream.text_delta("t", "x"))
+        await asyncio.sleep(0.01)
+    writer.close()
+    batches = await reader
+
+    deltas = [c["delta"] for batch in batches for c in batch if c["type"] == "text-delta"]
+    assert "".join(deltas) == "x" * 30
+    assert 4 <= len(batches) <= 12
+
+
 async def test_a_quiet_local_run_yields_empty_batches():
     streams = InProcessChatStreams(FakeRunLog(), idle=0.01)
     writer = streams.open("r1")

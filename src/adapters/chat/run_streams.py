@@ -1,18 +1,27 @@
 """`ChatStreams` for one server process among several: runs produced here are read from
 memory as they are emitted; runs produced by another process are read from the run log
-(polled) as that process stores them."""
+(polled) as that process stores them.
+
+Once a local reader has had the answer's first words, it takes what follows at most every
+`coalesce` seconds (50 ms: twenty updates a second, smoother than any eye needs), merged into
+one batch with the text deltas of a part joined, and the end at once. A model that streams a
+token every few milliseconds then costs a write, a wake-up and a parse per batch instead of
+per token, on the server and in the client.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
 from application.ports.chat_run_log import ChatRunLog
-from domain.chat_stream import Chunk, is_ending
+from domain.chat_stream import Chunk, compact, is_ending
 
 POLL_INTERVAL = 0.1
 KEEP_ALIVE_AFTER = 15.0
+COALESCE = 0.05
 
 
 @dataclass(slots=True)
@@ -20,6 +29,7 @@ class _LocalRun:
     chunks: list[Chunk] = field(default_factory=list)
     closed: bool = False
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    ended: asyncio.Event = field(default_factory=asyncio.Event)
 
     def wake(self) -> None:
         # Readers wait on the event they saw; a fresh one is armed for the next change.
@@ -42,6 +52,7 @@ class _Writer:
     def close(self) -> None:
         if not self._run.closed:
             self._run.closed = True
+            self._run.ended.set()
             self._run.wake()
             self._streams.forget(self._run_id, self._run)
 
@@ -55,10 +66,12 @@ class InProcessChatStreams:
         *,
         poll_interval: float = POLL_INTERVAL,
         idle: float = KEEP_ALIVE_AFTER,
+        coalesce: float = COALESCE,
     ) -> None:
         self._runs = runs
         self._poll_interval = poll_interval
         self._idle = idle
+        self._coalesce = coalesce
         self._local: dict[str, _LocalRun] = {}
 
     def open(self, run_id: str) -> _Writer:
@@ -83,13 +96,26 @@ class InProcessChatStreams:
         return self._follow_log(org_id, run_id)
 
     async def _follow_local(self, run: _LocalRun) -> AsyncIterator[list[Chunk]]:
+        loop = asyncio.get_running_loop()
         index = 0
+        spoken_at: float | None = None
         while True:
             changed = run.changed
             if index < len(run.chunks):
+                hold = 0.0
+                if spoken_at is not None and not run.closed:
+                    hold = spoken_at + self._coalesce - loop.time()
+                if hold > 0:
+                    # More of the answer is on its way: gather it, but never hold back the end.
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(hold):
+                            await run.ended.wait()
+                    continue
                 batch = run.chunks[index:]
                 index += len(batch)
-                yield batch
+                if spoken_at is not None or any(c["type"] == "text-delta" for c in batch):
+                    spoken_at = loop.time()
+                yield compact(batch)
                 continue
             if run.closed:
                 return

@@ -23,8 +23,9 @@ class ChatStreams(Protocol):
 
     A run produced in this process is read from memory as it is emitted; a run produced by
     another server process is read from the run log as it is stored. Either way a reader gets
-    every chunk from the first, in order, in batches of what became available together, and
-    the stream ends with the run. While nothing happens for a while, an empty batch says so
+    every chunk from the first, in order, in batches of what became available together (the
+    text deltas of one part may come merged, as `chat_stream.compact` does), and the stream
+    ends with the run. While nothing happens for a while, an empty batch says so
     (a transport sends a keep-alive for it).
     """
 
