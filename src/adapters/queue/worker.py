@@ -145,6 +145,8 @@ class PgQueuerWorker:
             await self._on_start()
         except Exception:  # a failed warm-up only means the first job does that work itself
             log.exception("worker.on_start_failed")
+        else:
+            log.info("worker.warmed_up")
 
     async def _reap_periodically(self) -> None:
         assert self._reaper is not None
