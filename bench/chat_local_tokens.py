@@ -313,8 +313,9 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"first chat), then {args.rounds} rounds alternating which side goes first. "
         "Output tokens: the received text tokenized by the same model's tokenizer (no BOS) on "
         "both sides. tokens/s = output tokens / time to the end; decode = (tokens - 1) / "
-        "(last text piece - first text piece). Ratios are per round (platform / direct), "
-        "median over rounds.",
+        "(last text piece - first text piece); *pieces* are the `text-delta` events received "
+        "(direct: one per token; platform: the first words at once, then the tokens of each "
+        "50 ms merged). Ratios are per round (platform / direct), median over rounds.",
         "",
         "| Side | output tokens (median) | first text (s) | end (s) | tokens/s | decode tokens/s |",
         "|---|---:|---:|---:|---:|---:|",

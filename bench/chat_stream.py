@@ -550,7 +550,7 @@ def diagnosis(results: Results) -> list[str]:
             f"with `X-Stream-Response: false`) takes {st['send']:.1f} ms at p50 against "
             f"{st['health']:.1f} ms for `GET /health` and {st['agent']:.1f} ms for an "
             f"authenticated one-row read: about {st['send'] - st['agent']:.1f} ms of database "
-            "writes, commit and task start before the model is called."
+            "write and task start before the model is called."
         )
         notes.append(
             f"- Instant provider: the provider has read the platform's request at "
@@ -559,8 +559,9 @@ def diagnosis(results: Results) -> list[str]:
             f"first delta {d.get('first text', 0) - d.get('provider', 0):.1f} ms and the last "
             f"{d.get('last text', 0) - d.get('provider', 0):.1f} ms after the provider read the "
             f"request). Relaying the 200 deltas takes the platform "
-            f"{p['last text'] - p['first text']:.1f} ms (parsing each provider event, building "
-            "and keeping the chunk, encoding and writing the events), then `text-end` comes "
+            f"{p['last text'] - p['first text']:.1f} ms (httpx reading each HTTP chunk of the "
+            "provider's body, parsing each event, building and keeping the chunk, encoding and "
+            "writing the merged events), then `text-end` comes "
             f"{p.get('text-end', 0) - p['last text']:.1f} ms and `[DONE]` "
             f"{p['[DONE]'] - p.get('finish', 0):.1f} ms after `finish`."
         )
@@ -605,14 +606,17 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"chunk, {args.tokens} content-delta chunks, a stop chunk, a usage chunk "
         "(`stream_options.include_usage`) and `data: [DONE]`, written at once (chunked "
         "transfer encoding, keep-alive).",
-        f"- Platform: `agent-platform serve` (one uvicorn worker, litestar {version('litestar')}, "
+        f"- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
+        f"{version('litestar')}, "
         f"httpx {version('httpx')} to the provider) on a temporary data dir (embedded "
         f"PostgreSQL), `AP_OPENAI_BASE_URL` at the scripted provider, `AP_LOG_LEVEL="
         f"{args.log_level}`, one agent on `openai:{MODEL}` without knowledge bases. Every chat "
         "is a new conversation with a supplied `title` (so no title-generation job runs); "
-        "the platform stores the user message and the run before the stream starts, stores "
-        "chunks every 150 ms as they come and the whole message at the end, before "
-        "`[DONE]`.",
+        "the platform stores the conversation, the user message and the run (one statement) "
+        "before the stream starts, stores chunks every 150 ms as they come and the whole "
+        "message at the end, before `[DONE]` (run-log commits do not wait for the WAL flush). "
+        "Live readers get the first words at once, then merged batches at most every 50 ms, "
+        "and the end at once.",
         "- Client: one httpx AsyncClient (keep-alive) in the driver process for both sides; "
         "each event is split on the blank line and parsed with `json.loads` on both sides. "
         "*first* = the first non-empty content delta parsed (direct: `choices[0].delta.content`;"
@@ -772,8 +776,8 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"| `GET /agents?agentId=` | {fmt(st['agent'])} | + bearer token, request container, "
         "an organization-scoped connection and one read |",
         f"| `POST /chat`, `X-Stream-Response: false` (202) | {fmt(st['send'])} | + the send "
-        "path: validation, agent read, conversation + message + run inserts, commit, history "
-        "read, background task spawned |",
+        "path: validation, agent read, the conversation, its message and run in one statement, "
+        "background task spawned |",
     ]
     errs = results.sequential_errors
     notes = [
