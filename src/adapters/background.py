@@ -37,7 +37,10 @@ class AsyncioBackgroundTasks:
         task = self._tasks.get(key)
         if task is None or task.done():
             return False
-        task.cancel(CANCEL_REQUESTED)
+        # Once only: a cancel arrives both from the request and from the NOTIFY listener, and
+        # a second one would interrupt the task while it records the first.
+        if not task.cancelling():
+            task.cancel(CANCEL_REQUESTED)
         return True
 
     async def wait(self, key: str, seconds: float) -> bool:

@@ -21,7 +21,8 @@ class BackgroundTasks(Protocol):
         ...
 
     def cancel(self, key: str) -> bool:
-        """Ask the task started with `key` to stop; False when none is running here."""
+        """Ask the task started with `key` to stop; False when none is running here. Asking
+        again while it stops changes nothing (it may be recording how it ended)."""
         ...
 
     async def wait(self, key: str, seconds: float) -> bool:
