@@ -61,6 +61,7 @@ class Settings:
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     extract_max_pages: int = 1000
+    embedding_part_size: int = 64
     torch_threads: int = 2
     default_chat_model: str = DEFAULT_CHAT_MODEL
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
@@ -180,6 +181,7 @@ class Settings:
             or "https://api.openai.com/v1",
             openai_api_key=text("AP_OPENAI_API_KEY"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
+            embedding_part_size=integer("AP_EMBEDDING_PART_SIZE", 64, 1, 100_000),
             torch_threads=integer("AP_TORCH_THREADS", 2, 1, 256),
             default_chat_model=_chat_model(
                 "AP_DEFAULT_CHAT_MODEL", text("AP_DEFAULT_CHAT_MODEL"), problems

@@ -31,6 +31,7 @@ from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
 from adapters.postgres.chunks import PgChunkRepository
 from adapters.postgres.database import FairGate, OrgConnection, create_pool, org_connection
+from adapters.postgres.embedding_parts import PgEmbeddingParts
 from adapters.postgres.repositories import (
     PgFileRepository,
     PgKnowledgeBaseRepository,
@@ -45,6 +46,7 @@ from application.ports.chunk_repository import ChunkRepository
 from application.ports.chunker import Chunker
 from application.ports.clock import Clock
 from application.ports.embedder import EmbedderRegistry
+from application.ports.embedding_parts import EmbeddingParts
 from application.ports.file_repository import FileRepository
 from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
@@ -59,6 +61,7 @@ from application.use_cases.create_knowledge_base import CreateKnowledgeBase
 from application.use_cases.create_upload import CreateUpload
 from application.use_cases.delete_file import DeleteFile
 from application.use_cases.delete_knowledge_base import DeleteKnowledgeBase
+from application.use_cases.embed_file_part import EmbedFilePart
 from application.use_cases.list_files import ListFiles
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases
 from application.use_cases.process_file import ProcessFile, ProcessingLimits
@@ -228,6 +231,7 @@ class InfrastructureProvider(Provider):
     def processing_limits(self, settings: Settings) -> ProcessingLimits:
         return ProcessingLimits(
             max_object_size=settings.max_upload_size,
+            embedding_part_size=settings.embedding_part_size,
             extraction=ExtractionLimits(max_pages=settings.extract_max_pages),
         )
 
@@ -269,6 +273,10 @@ class RequestProvider(Provider):
         return PgChunkRepository(db)
 
     @provide
+    def embedding_parts(self, db: OrgConnection) -> EmbeddingParts:
+        return PgEmbeddingParts(db)
+
+    @provide
     async def caller(
         self, identity: Identity, seen: RecentlySeen, container: AsyncContainer
     ) -> Caller:
@@ -307,6 +315,7 @@ class RequestProvider(Provider):
         CreateUpload,
         RecordMemberSeen,
         ProcessFile,
+        EmbedFilePart,
         ReembedKnowledgeBase,
         SearchKnowledgeBase,
         ReprocessFile,

@@ -15,7 +15,13 @@ from dishka import AsyncContainer, Provider, Scope, from_context
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.queue.worker import PgQueuerWorker, RetryPolicy
 from application.ports.embedder import EmbedderRegistry
-from application.ports.job_queue import GENERATE_TITLE, PROCESS_FILE, REEMBED_KNOWLEDGE_BASE
+from application.ports.job_queue import (
+    EMBED_FILE_PART,
+    GENERATE_TITLE,
+    PROCESS_FILE,
+    REEMBED_KNOWLEDGE_BASE,
+)
+from application.use_cases.embed_file_part import EmbedFilePart, EmbedFilePartCommand
 from application.use_cases.generate_conversation_title import (
     GenerateConversationTitle,
     GenerateConversationTitleCommand,
@@ -101,6 +107,15 @@ def build_worker(
                 lambda p, last: ProcessFileCommand(
                     org_id=str(p["orgId"]),
                     file_record_id=int(p["fileRecordId"]),
+                    last_attempt=last,
+                ),
+            ),
+            EMBED_FILE_PART: handler(
+                EmbedFilePart,
+                lambda p, last: EmbedFilePartCommand(
+                    org_id=str(p["orgId"]),
+                    file_record_id=int(p["fileRecordId"]),
+                    part_id=int(p["partId"]),
                     last_attempt=last,
                 ),
             ),

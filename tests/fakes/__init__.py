@@ -78,7 +78,7 @@ class FakeKnowledgeBases:
         return kb
 
     async def get(
-        self, org_id: str, kb_id: int, *, for_update: bool = False
+        self, org_id: str, kb_id: int, *, for_update: bool = False, for_share: bool = False
     ) -> KnowledgeBase | None:
         kb = self.rows.get(kb_id)
         return kb if kb and kb.org_id == org_id else None
@@ -285,6 +285,10 @@ def _install_processing_methods() -> None:
         self.runs[record_id] = self.runs.get(record_id, 0) + 1
         return self.runs[record_id]
 
+    async def lock_if_chunking(self, org_id, record_id):
+        f = self.rows.get(record_id)
+        return bool(f and f.org_id == org_id and f.processing_status is ProcessingStatus.CHUNKING)
+
     async def set_status(self, org_id, record_id, status, error=None):
         f = self.rows[record_id]
         self.rows[record_id] = dataclasses.replace(
@@ -310,6 +314,7 @@ def _install_processing_methods() -> None:
     for function in (
         get_by_id,
         begin_attempt,
+        lock_if_chunking,
         set_status,
         set_image_keys,
         set_extracted_data,
@@ -344,6 +349,88 @@ class FakeChunks:
 
     async def search(self, org_id, *, query, scopes, top_k):
         return []
+
+
+class FakeEmbeddingParts:
+    """Staged parts in memory; published passages go to the given `FakeChunks`."""
+
+    def __init__(self, chunks: FakeChunks) -> None:
+        self.chunks = chunks
+        self.parts: dict[int, dict[str, Any]] = {}
+        self._next = 1
+
+    def snapshot(self) -> Any:
+        return {k: dict(v) for k, v in self.parts.items()}
+
+    def restore(self, saved: Any) -> None:
+        self.parts = {k: dict(v) for k, v in saved.items()}
+
+    async def stage(self, org_id, *, file_record_id, models, parts):
+        await self.discard(org_id, file_record_id)
+        ids = []
+        for number, passages in enumerate(parts):
+            self.parts[self._next] = {
+                "org": org_id, "file": file_record_id, "part": number, "models": list(models),
+                "passages": list(passages), "starts": 0, "done": False, "vectors": [],
+            }  # fmt: skip
+            ids.append(self._next)
+            self._next += 1
+        return ids
+
+    async def begin(self, org_id, part_id):
+        from application.ports.embedding_parts import StagedPart
+
+        part = self.parts.get(part_id)
+        if part is None or part["org"] != org_id:
+            return None
+        part["starts"] += 1
+        return StagedPart(
+            file_record_id=part["file"],
+            passages=list(part["passages"]),
+            models=list(part["models"]),
+            starts=part["starts"],
+            done=part["done"],
+        )
+
+    async def save(self, org_id, part_id, embedded):
+        part = self.parts.get(part_id)
+        if part is None or part["org"] != org_id:
+            return None
+        part["done"], part["vectors"] = True, list(embedded)
+        same_file = [p for p in self.parts.values() if p["file"] == part["file"]]
+        return sum(1 for p in same_file if not p["done"])
+
+    async def passages(self, org_id, file_record_id):
+        found = [p for p in self.parts.values() if p["file"] == file_record_id]
+        return [c for p in sorted(found, key=lambda p: p["part"]) for c in p["passages"]]
+
+    async def publish(self, org_id, *, knowledge_base_id, file_record_id, models):
+        found = [p for p in self.parts.values() if p["file"] == file_record_id]
+        found.sort(key=lambda p: p["part"])
+        for choice in models:
+            chunks = [
+                item
+                for p in found
+                for embedded in p["vectors"]
+                if embedded.model == choice
+                for item in embedded.chunks
+            ]
+            await self.chunks.replace_for_file(
+                org_id,
+                knowledge_base_id=knowledge_base_id,
+                file_record_id=file_record_id,
+                embedding_model=choice.model,
+                dimensions=choice.dimensions,
+                chunks=chunks,
+            )
+        await self.discard(org_id, file_record_id)
+
+    async def discard(self, org_id, file_record_id, *, if_staged=None):
+        if if_staged is not None and self.parts.get(if_staged, {}).get("file") != file_record_id:
+            return False
+        before = len(self.parts)
+        self.parts = {k: v for k, v in self.parts.items() if v["file"] != file_record_id}
+        return len(self.parts) != before
 
 
 class FakeExtractor:

@@ -18,6 +18,7 @@ from tests.fakes import (
     FakeChunker,
     FakeChunks,
     FakeEmbedderRegistry,
+    FakeEmbeddingParts,
     FakeExtractor,
     FakeUnitOfWork,
     HashingEmbedder,
@@ -52,6 +53,7 @@ async def setup(
     embedder=None,
     structured=None,
     max_runs=5,
+    part_size=64,
     **kb_fields,
 ):
     kb_id = await create(world, caller, **kb_fields)
@@ -59,7 +61,8 @@ async def setup(
         command(caller, kb_id=kb_id)
     )
     await world.storage.put(record.file_key, TEXT, content_type="text/markdown")
-    uow = FakeUnitOfWork(world.files, world.kbs, chunks)
+    parts = world.parts = FakeEmbeddingParts(chunks)
+    uow = FakeUnitOfWork(world.files, world.kbs, chunks, parts, world.jobs)
     use_case = ProcessFile(
         world.files,
         world.kbs,
@@ -69,9 +72,12 @@ async def setup(
         FakeChunker(),
         FakeEmbedderRegistry(embedder),
         structured or Extractor({}),
+        parts,
+        world.jobs,
         uow,
-        ProcessingLimits(max_runs=max_runs),
+        ProcessingLimits(max_runs=max_runs, embedding_part_size=part_size),
     )
+    world.jobs.jobs.clear()
     return use_case, record
 
 

@@ -44,6 +44,13 @@ DETAILS = """
     WHERE c.org_id = $1 AND c.id = ANY($2::bigint[])"""
 
 
+async def ensure_chunk_index(db: OrgConnection, dimensions: int) -> None:
+    """Make sure the HNSW index for that dimension count exists (once per process)."""
+    if dimensions not in _ensured_dimensions:
+        await db.execute("SELECT ap_ensure_chunk_index($1)", dimensions)
+        _ensured_dimensions.add(dimensions)
+
+
 def nearest_statement(dimensions: int) -> str:
     """The vector query for one dimension count (an integer, checked: part of the SQL)."""
     if not 1 <= int(dimensions) <= 4000:
@@ -78,9 +85,7 @@ class PgChunkRepository:
         chunks: Sequence[EmbeddedChunk],
     ) -> None:
         await self._db.begin()
-        if dimensions not in _ensured_dimensions:
-            await self._db.execute("SELECT ap_ensure_chunk_index($1)", dimensions)
-            _ensured_dimensions.add(dimensions)
+        await ensure_chunk_index(self._db, dimensions)
         await self._db.execute(DELETE_FILE_CHUNKS, org_id, file_record_id, embedding_model)
         if not chunks:
             return

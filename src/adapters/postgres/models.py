@@ -138,6 +138,48 @@ class ChunkModel(DefaultBase):
     )
 
 
+class EmbeddingPartModel(DefaultBase):
+    """One part of a large file's passages, embedded by its own job (see migration 0004)."""
+
+    __tablename__ = "embedding_parts"
+    __table_args__ = (Index("ix_embedding_parts_file", "file_record_id", "done"),)
+
+    id: Mapped[int] = mapped_column(BigInteger, Identity(start=1, increment=1), primary_key=True)
+    org_id: Mapped[str] = mapped_column(String(128))
+    file_record_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("knowledge_base_files.id", ondelete="CASCADE")
+    )
+    part: Mapped[int] = mapped_column(Integer)
+    models: Mapped[Any] = mapped_column(JsonB)
+    passages: Mapped[Any] = mapped_column(JsonB)
+    starts: Mapped[int] = mapped_column(Integer, server_default="0")
+    done: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
+
+
+class StagedChunkModel(DefaultBase):
+    """A finished part's passage with its vector, not searchable until the file is published."""
+
+    __tablename__ = "staged_chunks"
+    __table_args__ = (
+        PrimaryKeyConstraint("part_id", "embedding_model", "chunk_index"),
+        Index("ix_staged_chunks_file", "file_record_id"),
+    )
+
+    part_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("embedding_parts.id", ondelete="CASCADE")
+    )
+    org_id: Mapped[str] = mapped_column(String(128))
+    file_record_id: Mapped[int] = mapped_column(BigInteger)
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    dimensions: Mapped[int] = mapped_column(Integer)
+    chunk_index: Mapped[int] = mapped_column(Integer)
+    page_number: Mapped[int | None] = mapped_column(Integer)
+    start_char: Mapped[int] = mapped_column(Integer)
+    end_char: Mapped[int] = mapped_column(Integer)
+    text: Mapped[str] = mapped_column(Text)
+    embedding: Mapped[Any] = mapped_column(Vector())
+
+
 def _now() -> Any:
     return mapped_column(DateTimeUTC(timezone=True), server_default=func.now())
 

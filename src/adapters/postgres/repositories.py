@@ -78,6 +78,9 @@ BEGIN_ATTEMPT = """
     UPDATE knowledge_base_files SET processing_attempts = processing_attempts + 1,
         updated_at = now()
     WHERE org_id = $1 AND id = $2 RETURNING processing_attempts"""
+LOCK_IF_CHUNKING = """
+    SELECT processing_status = 'chunking' FROM knowledge_base_files
+    WHERE org_id = $1 AND id = $2 FOR UPDATE"""
 SET_STATUS = """
     UPDATE knowledge_base_files SET processing_status = $3, processing_error = $4,
         updated_at = now()
@@ -150,10 +153,11 @@ class PgKnowledgeBaseRepository:
         return _kb(row)
 
     async def get(
-        self, org_id: str, kb_id: int, *, for_update: bool = False
+        self, org_id: str, kb_id: int, *, for_update: bool = False, for_share: bool = False
     ) -> KnowledgeBase | None:
-        if for_update:
-            rows = await self._db.fetch_in_transaction(GET_KB + " FOR UPDATE", org_id, kb_id)
+        if for_update or for_share:
+            lock = " FOR UPDATE" if for_update else " FOR SHARE"
+            rows = await self._db.fetch_in_transaction(GET_KB + lock, org_id, kb_id)
         else:
             rows = await self._db.fetch(GET_KB, org_id, kb_id)
         return _kb(rows[0]) if rows else None
@@ -214,6 +218,10 @@ class PgFileRepository:
     async def begin_attempt(self, org_id: str, record_id: int) -> int:
         (row,) = await self._db.fetch_in_transaction(BEGIN_ATTEMPT, org_id, record_id)
         return int(row[0])
+
+    async def lock_if_chunking(self, org_id: str, record_id: int) -> bool:
+        rows = await self._db.fetch_in_transaction(LOCK_IF_CHUNKING, org_id, record_id)
+        return bool(rows and rows[0][0])
 
     async def set_status(
         self, org_id: str, record_id: int, status: ProcessingStatus, error: str | None = None

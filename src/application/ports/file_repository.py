@@ -36,6 +36,11 @@ class FileRepository(Protocol):
         committed, so a file that keeps killing its worker can be stopped)."""
         ...
 
+    async def lock_if_chunking(self, org_id: str, record_id: int) -> bool:
+        """Lock the file until the transaction ends; True when it is in `chunking` (False when
+        it is in another state or gone)."""
+        ...
+
     async def set_status(
         self, org_id: str, record_id: int, status: ProcessingStatus, error: str | None = None
     ) -> None:

@@ -14,6 +14,7 @@ class Job:
 
 
 PROCESS_FILE = "file.process"
+EMBED_FILE_PART = "file.embed"
 REEMBED_KNOWLEDGE_BASE = "kb.reembed"
 GENERATE_TITLE = "chat.title"
 
@@ -24,6 +25,15 @@ def process_file_job(org_id: str, file_record_id: int) -> Job:
         kind=PROCESS_FILE,
         payload={"orgId": org_id, "fileRecordId": file_record_id},
         dedupe_key=f"{PROCESS_FILE}:{file_record_id}",
+    )
+
+
+def embed_file_part_job(org_id: str, file_record_id: int, part_id: int) -> Job:
+    """The job that embeds one staged part of a large file's passages."""
+    return Job(
+        kind=EMBED_FILE_PART,
+        payload={"orgId": org_id, "fileRecordId": file_record_id, "partId": part_id},
+        dedupe_key=f"{EMBED_FILE_PART}:{file_record_id}:{part_id}",
     )
 
 

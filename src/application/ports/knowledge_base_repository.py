@@ -19,9 +19,10 @@ class KnowledgeBaseRepository(Protocol):
         ...
 
     async def get(
-        self, org_id: str, kb_id: int, *, for_update: bool = False
+        self, org_id: str, kb_id: int, *, for_update: bool = False, for_share: bool = False
     ) -> KnowledgeBase | None:
-        """The knowledge base, or None; `for_update` locks it until the transaction ends."""
+        """The knowledge base, or None; `for_update` locks it until the transaction ends,
+        `for_share` only against changes (others may take the same lock)."""
         ...
 
     async def list_summaries(self, org_id: str) -> list[KnowledgeBaseSummary]:

@@ -1,17 +1,21 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from application.ports.chunk_repository import ChunkRepository, EmbeddedChunk
 from application.ports.chunker import Chunker
 from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
+from application.ports.embedding_parts import EmbeddedPart, EmbeddingParts, ModelChoice
 from application.ports.file_repository import FileRepository
+from application.ports.job_queue import JobQueue, embed_file_part_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
 from application.ports.text_extractor import TextExtractor
 from application.ports.unit_of_work import UnitOfWork
+from domain.chunks import TextChunk
 from domain.errors import NotFound
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 from domain.files import KnowledgeBaseFile, ProcessingStatus, file_folder
@@ -30,6 +34,32 @@ def failure_of(reached: ProcessingStatus) -> ProcessingStatus:
     )
 
 
+def models_of(kb: KnowledgeBase) -> list[ModelChoice]:
+    """The models a knowledge base's passages are stored with: its own, and while it is being
+    re-embedded, the pending one."""
+    models = [ModelChoice(model=kb.embedding_model, dimensions=kb.embedding_dimensions)]
+    if kb.pending_embedding_model and kb.pending_embedding_dimensions:
+        pending = ModelChoice(
+            model=kb.pending_embedding_model, dimensions=kb.pending_embedding_dimensions
+        )
+        models.append(pending)
+    return models
+
+
+async def embed_with(
+    embedders: EmbedderRegistry, models: Sequence[ModelChoice], passages: Sequence[TextChunk]
+) -> list[EmbeddedPart]:
+    """The passages embedded with each of `models`."""
+    embedded: list[EmbeddedPart] = []
+    for choice in models:
+        texts = [p.text for p in passages]
+        vectors = await embedders.get(choice.model, choice.dimensions).embed(texts)
+        pairs = zip(passages, vectors, strict=True)
+        chunks = [EmbeddedChunk(chunk=p, vector=v) for p, v in pairs]
+        embedded.append(EmbeddedPart(model=choice, chunks=chunks))
+    return embedded
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessFileCommand:
     org_id: str
@@ -39,10 +69,12 @@ class ProcessFileCommand:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessingLimits:
-    """How many runs a file may take (a run cut short by a dying worker counts) and the
-    extraction bounds."""
+    """How many runs a file (or one part of its passages) may take, a run cut short by a dying
+    worker included; how many passages a file may have before they are embedded in parts of
+    `embedding_part_size` by several jobs at once; and the extraction bounds."""
 
     max_runs: int = 5
+    embedding_part_size: int = 64
     max_object_size: int = 100 * 1024 * 1024
     extraction: ExtractionLimits = field(default_factory=ExtractionLimits)
 
@@ -59,7 +91,12 @@ class ProcessFile:
     `extract_failed`. An unexpected error is raised for the queue to retry; on the
     last attempt the file ends in the failure state of the stage it reached instead. A file
     whose runs keep being cut short (its worker dies) fails after `max_runs`. While the
-    knowledge base is being re-embedded, passages are embedded with the pending model too.
+    knowledge base is being re-embedded, passages are embedded with the pending model too;
+    the passages stored are those of the models the knowledge base has when they are stored
+    (it is locked against changes while they are), so a re-embedding asked for mid-run is not
+    missed. A file with more than `embedding_part_size` passages is staged in parts of that
+    size, one `EmbedFilePart` job each, so that several workers embed it at once; it stays in
+    `chunking` until the last part is done. A new run drops whatever an earlier one staged.
     """
 
     def __init__(
@@ -72,6 +109,8 @@ class ProcessFile:
         chunker: Chunker,
         embedders: EmbedderRegistry,
         structured: StructuredExtractor,
+        parts: EmbeddingParts,
+        jobs: JobQueue,
         uow: UnitOfWork,
         limits: ProcessingLimits,
     ) -> None:
@@ -83,6 +122,8 @@ class ProcessFile:
         self._chunker = chunker
         self._embedders = embedders
         self._structured = structured
+        self._parts = parts
+        self._jobs = jobs
         self._uow = uow
         self._limits = limits
 
@@ -95,6 +136,7 @@ class ProcessFile:
         if kb is None:
             return None
         runs = await self._files.begin_attempt(org_id, record_id)
+        await self._parts.discard(org_id, record_id)
         await self._uow.commit()
         if runs > self._limits.max_runs:
             return await self._fail(file, failure_of(file.processing_status), TOO_MANY_RUNS)
@@ -105,7 +147,7 @@ class ProcessFile:
                 stage = ProcessingStatus.EXTRACT_FAILED
                 await self._extract_data(file, kb, document)
             stage = ProcessingStatus.CHUNK_FAILED
-            await self._chunk_and_embed(file, kb, document)
+            return await self._chunk_and_embed(file, kb, document)
         except ExtractionFailed as failure:
             return await self._fail(file, ProcessingStatus.PARSE_FAILED, failure.message)
         except StructuredExtractionFailed as failure:
@@ -117,7 +159,6 @@ class ProcessFile:
                 raise
             message = f"Processing failed after several attempts ({type(error).__name__})."
             return await self._fail(file, stage, message)
-        return ProcessingStatus.COMPLETED
 
     async def _extract(self, file: KnowledgeBaseFile) -> ExtractedDocument:
         try:
@@ -163,33 +204,44 @@ class ProcessFile:
 
     async def _chunk_and_embed(
         self, file: KnowledgeBaseFile, kb: KnowledgeBase, document: ExtractedDocument
-    ) -> None:
+    ) -> ProcessingStatus | None:
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.CHUNKING)
         await self._uow.commit()
         chunks = await asyncio.to_thread(
             self._chunker.split, document, size=kb.chunk_size, overlap=kb.chunk_overlap
         )
-        models = [(kb.embedding_model, kb.embedding_dimensions)]
-        if kb.pending_embedding_model and kb.pending_embedding_dimensions:
-            models.append((kb.pending_embedding_model, kb.pending_embedding_dimensions))
-        embedded: list[tuple[str, int, list[EmbeddedChunk]]] = []
-        for model, dimensions in models:
-            vectors = await self._embedders.get(model, dimensions).embed([c.text for c in chunks])
-            pairs = zip(chunks, vectors, strict=True)
-            embedded.append(
-                (model, dimensions, [EmbeddedChunk(chunk=c, vector=v) for c, v in pairs])
+        models = models_of(kb)
+        size = max(1, self._limits.embedding_part_size)
+        if len(chunks) > size:
+            parts = [chunks[start : start + size] for start in range(0, len(chunks), size)]
+            part_ids = await self._parts.stage(
+                file.org_id, file_record_id=file.id, models=models, parts=parts
             )
-        for model, dimensions, items in embedded:
-            await self._chunks.replace_for_file(
-                file.org_id,
-                knowledge_base_id=kb.id,
-                file_record_id=file.id,
-                embedding_model=model,
-                dimensions=dimensions,
-                chunks=items,
-            )
+            for part_id in part_ids:
+                await self._jobs.enqueue(embed_file_part_job(file.org_id, file.id, part_id))
+            await self._uow.commit()
+            return ProcessingStatus.CHUNKING
+        embedded = await embed_with(self._embedders, models, chunks)
+        current = await self._kbs.get(file.org_id, kb.id, for_share=True)
+        if current is None:
+            await self._uow.rollback()
+            return None
+        wanted = models_of(current)
+        missing = [choice for choice in wanted if choice not in models]
+        embedded += await embed_with(self._embedders, missing, chunks)
+        for part in embedded:
+            if part.model in wanted:
+                await self._chunks.replace_for_file(
+                    file.org_id,
+                    knowledge_base_id=kb.id,
+                    file_record_id=file.id,
+                    embedding_model=part.model.model,
+                    dimensions=part.model.dimensions,
+                    chunks=part.chunks,
+                )
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.COMPLETED)
         await self._uow.commit()
+        return ProcessingStatus.COMPLETED
 
     async def _fail(
         self, file: KnowledgeBaseFile, status: ProcessingStatus, message: str
