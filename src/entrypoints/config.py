@@ -19,6 +19,8 @@ from domain.usage import ModelPrice
 
 LOG_FORMATS = ("console", "json")
 STORAGES = ("local", "s3")
+DEFAULT_EMBEDDING_PART_SIZE = 64
+"""Passages per `file.embed` job for a file with more than that."""
 
 
 class ConfigError(Exception):
@@ -61,7 +63,7 @@ class Settings:
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
     extract_max_pages: int = 1000
-    embedding_part_size: int = 64
+    embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
     default_chat_model: str = DEFAULT_CHAT_MODEL
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
@@ -181,7 +183,9 @@ class Settings:
             or "https://api.openai.com/v1",
             openai_api_key=text("AP_OPENAI_API_KEY"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
-            embedding_part_size=integer("AP_EMBEDDING_PART_SIZE", 64, 1, 100_000),
+            embedding_part_size=integer(
+                "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
+            ),
             torch_threads=integer("AP_TORCH_THREADS", 2, 1, 256),
             default_chat_model=_chat_model(
                 "AP_DEFAULT_CHAT_MODEL", text("AP_DEFAULT_CHAT_MODEL"), problems

@@ -402,19 +402,21 @@ class FakeEmbeddingParts:
 
     async def passages(self, org_id, file_record_id):
         found = [p for p in self.parts.values() if p["file"] == file_record_id]
-        return [c for p in sorted(found, key=lambda p: p["part"]) for c in p["passages"]]
+        return sorted((c for p in found for c in p["passages"]), key=lambda c: c.index)
 
     async def publish(self, org_id, *, knowledge_base_id, file_record_id, models):
         found = [p for p in self.parts.values() if p["file"] == file_record_id]
-        found.sort(key=lambda p: p["part"])
         for choice in models:
-            chunks = [
-                item
-                for p in found
-                for embedded in p["vectors"]
-                if embedded.model == choice
-                for item in embedded.chunks
-            ]
+            chunks = sorted(
+                (
+                    item
+                    for p in found
+                    for embedded in p["vectors"]
+                    if embedded.model == choice
+                    for item in embedded.chunks
+                ),
+                key=lambda item: item.chunk.index,
+            )
             await self.chunks.replace_for_file(
                 org_id,
                 knowledge_base_id=knowledge_base_id,

@@ -30,14 +30,16 @@ LONG = "".join(
 
 
 @asynccontextmanager
-async def workers(settings, database, registry, count: int, **kwargs) -> AsyncIterator[None]:
+async def workers(
+    settings, database, registry, count: int, concurrency: int = 2, **kwargs
+) -> AsyncIterator[None]:
     async with AsyncExitStack() as stack:
         for _ in range(count):
             job_worker, container = build_worker(
                 settings,
                 database,
                 EmbedderOverride(registry),
-                concurrency=2,
+                concurrency=concurrency,
                 retry=RetryPolicy(max_attempts=3, initial_delay=timedelta(0)),
                 **kwargs,
             )
@@ -99,6 +101,28 @@ async def test_a_large_file_is_embedded_in_parts_by_two_workers_and_published_wh
     assert dict(log)["file.embed"] >= (len(in_parts) + 1) // 2
     assert await rows(owner_engine, "SELECT 1 FROM embedding_parts") == []
     assert await rows(owner_engine, "SELECT 1 FROM staged_chunks") == []
+
+
+async def test_the_parts_of_a_file_under_way_go_before_files_not_yet_started(
+    settings, database, clean, alice, owner_engine, registry
+):
+    split = dataclasses.replace(settings, embedding_part_size=2)
+    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
+        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
+        large = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
+        for n in range(3):
+            await upload(c, alice, kb["id"], f"small-{n}.md", "text/markdown", b"# A\n\nb\n")
+        async with workers(split, database, registry, count=1, concurrency=1):
+            await settle(c, alice, kb["id"], count=4)
+    finished = await rows(
+        owner_engine,
+        "SELECT id FROM knowledge_base_files WHERE processing_status = 'completed' "
+        "ORDER BY updated_at",
+    )
+    # One job at a time (and one taken ahead by the queue): the large file's parts ran right
+    # after it was split, before the small files queued behind it; first in, last out if not.
+    order = [row[0] for row in finished]
+    assert order.index(large["id"]) <= 1, order
 
 
 async def test_reprocessing_a_file_in_parts_leaves_one_set(

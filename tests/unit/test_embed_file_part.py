@@ -66,6 +66,11 @@ async def test_parts_are_queued_and_the_last_one_publishes_the_whole_file(world,
     _, record = await staged(world, caller, chunks)
     jobs = part_jobs(world)
     assert len(jobs) == 2 and len({job.dedupe_key for job in jobs}) == 2
+    # Parts are cut from the passages longest first (batches of like lengths pad little).
+    staged_texts = [
+        [c.text for c in world.parts.parts[job.payload["partId"]]["passages"]] for job in jobs
+    ]
+    assert staged_texts == [["Keep receipts.", "Thirty days."], ["# Holidays", "# Expenses"]]
     assert world.files.rows[record.id].processing_status is ProcessingStatus.CHUNKING
     use_case = embedder_of(world, chunks)
     # The second part first: order does not matter, and nothing is searchable before the end.

@@ -35,8 +35,7 @@ REMAINING = """
     SELECT count(*) FROM embedding_parts
     WHERE org_id = $1 AND file_record_id = $2 AND NOT done"""
 PASSAGES = """
-    SELECT passages FROM embedding_parts WHERE org_id = $1 AND file_record_id = $2
-    ORDER BY part"""
+    SELECT passages FROM embedding_parts WHERE org_id = $1 AND file_record_id = $2"""
 DELETE_PUBLISHED_MODELS = """
     DELETE FROM chunks
     WHERE org_id = $1 AND file_record_id = $2 AND embedding_model = ANY($3::text[])"""
@@ -127,7 +126,8 @@ class PgEmbeddingParts:
 
     async def passages(self, org_id: str, file_record_id: int) -> list[TextChunk]:
         rows = await self._db.fetch(PASSAGES, org_id, file_record_id)
-        return [passage for row in rows for passage in _passages(row[0])]
+        staged = [passage for row in rows for passage in _passages(row[0])]
+        return sorted(staged, key=lambda passage: passage.index)
 
     async def publish(
         self,

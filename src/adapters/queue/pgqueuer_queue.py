@@ -23,6 +23,7 @@ class PgQueuerJobQueue:
         await queries.enqueue(
             job.kind,
             json.dumps(job.payload, separators=(",", ":")).encode(),
+            priority=job.priority,
             dedupe_key=job.dedupe_key,
             on_conflict="skip",
         )

@@ -68,7 +68,7 @@ class EmbeddingParts(Protocol):
         ...
 
     async def passages(self, org_id: str, file_record_id: int) -> list[TextChunk]:
-        """Every passage the file has staged, in order."""
+        """Every passage the file has staged, in the file's order."""
         ...
 
     async def publish(

@@ -6,11 +6,19 @@ from typing import Protocol
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
-    """Work to do outside the request: a kind naming the handler and a JSON-able payload."""
+    """Work to do outside the request: a kind naming the handler and a JSON-able payload.
+    Jobs of higher `priority` are taken first, then in the order they were queued."""
 
     kind: str
     payload: dict[str, object] = field(default_factory=dict)
     dedupe_key: str | None = None
+    priority: int = 0
+
+
+PART_PRIORITY = 1
+"""The parts of a file under way go before files not yet started: a file is finished soon
+after it starts (its staged vectors do not linger), and the queue's tail is small jobs that
+spread evenly over the workers."""
 
 
 PROCESS_FILE = "file.process"
@@ -34,6 +42,7 @@ def embed_file_part_job(org_id: str, file_record_id: int, part_id: int) -> Job:
         kind=EMBED_FILE_PART,
         payload={"orgId": org_id, "fileRecordId": file_record_id, "partId": part_id},
         dedupe_key=f"{EMBED_FILE_PART}:{file_record_id}:{part_id}",
+        priority=PART_PRIORITY,
     )
 
 

@@ -95,8 +95,10 @@ class ProcessFile:
     the passages stored are those of the models the knowledge base has when they are stored
     (it is locked against changes while they are), so a re-embedding asked for mid-run is not
     missed. A file with more than `embedding_part_size` passages is staged in parts of that
-    size, one `EmbedFilePart` job each, so that several workers embed it at once; it stays in
-    `chunking` until the last part is done. A new run drops whatever an earlier one staged.
+    size (cut from its passages longest first, so that each embedding batch holds passages of
+    about one length), one `EmbedFilePart` job each, so that several workers embed it at once;
+    it stays in `chunking` until the last part is done. A new run drops whatever an earlier one
+    staged.
     """
 
     def __init__(
@@ -213,7 +215,10 @@ class ProcessFile:
         models = models_of(kb)
         size = max(1, self._limits.embedding_part_size)
         if len(chunks) > size:
-            parts = [chunks[start : start + size] for start in range(0, len(chunks), size)]
+            # Cut from the passages longest first, as one request's batches would be: each
+            # batch then holds passages of about the same length and pads little.
+            ordered = sorted(chunks, key=lambda chunk: -len(chunk.text))
+            parts = [ordered[start : start + size] for start in range(0, len(ordered), size)]
             part_ids = await self._parts.stage(
                 file.org_id, file_record_id=file.id, models=models, parts=parts
             )
