@@ -54,6 +54,17 @@ async def workers(
         yield
 
 
+@asynccontextmanager
+async def large_file(settings, database, registry, who, part_size: int = 2):
+    """Settings that split files into parts of `part_size` passages, a client of an app with
+    them, and the long file uploaded to a fresh knowledge base."""
+    split = dataclasses.replace(settings, embedding_part_size=part_size)
+    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
+        kb = await make_kb(c, who, chunkSize=32, chunkOverlap=0)
+        record = await upload(c, who, kb["id"], "long.md", "text/markdown", LONG.encode())
+        yield split, c, kb, record
+
+
 async def rows(owner_engine, sql: str, **params) -> list:
     async with owner_engine.connect() as connection:
         return list((await connection.execute(text(sql), params)).all())
@@ -71,11 +82,8 @@ async def passages(owner_engine, record_id: int) -> list[tuple]:
 async def test_a_large_file_is_embedded_in_parts_by_two_workers_and_published_whole(
     settings, database, clean, alice, owner_engine, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=2)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
+    async with large_file(settings, database, registry, alice) as (split, c, kb, record):
         whole_kb = await make_kb(c, alice, name="Whole", chunkSize=32, chunkOverlap=0)
-        record = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
         async with workers(split, database, registry, count=2):
             (done,) = await settle(c, alice, kb["id"])
         assert done["processingStatus"] == "completed", done
@@ -106,10 +114,7 @@ async def test_a_large_file_is_embedded_in_parts_by_two_workers_and_published_wh
 async def test_the_parts_of_a_file_under_way_go_before_files_not_yet_started(
     settings, database, clean, alice, owner_engine, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=2)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
-        large = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
+    async with large_file(settings, database, registry, alice) as (split, c, kb, large):
         for n in range(3):
             await upload(c, alice, kb["id"], f"small-{n}.md", "text/markdown", b"# A\n\nb\n")
         async with workers(split, database, registry, count=1, concurrency=1):
@@ -128,21 +133,20 @@ async def test_the_parts_of_a_file_under_way_go_before_files_not_yet_started(
 async def test_reprocessing_a_file_in_parts_leaves_one_set(
     settings, database, clean, alice, owner_engine, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=3)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
-        record = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
-        async with workers(split, database, registry, count=1):
-            await settle(c, alice, kb["id"])
-            before = await passages(owner_engine, record["id"])
-            again = await c.post(
-                "/kb/files/reprocess",
-                json={"kbId": kb["id"], "fileId": record["fileId"]},
-                headers=alice.headers,
-            )
-            assert again.status_code == 202
-            await asyncio.sleep(0.3)
-            (done,) = await settle(c, alice, kb["id"])
+    async with (
+        large_file(settings, database, registry, alice, 3) as (split, c, kb, record),
+        workers(split, database, registry, count=1),
+    ):
+        await settle(c, alice, kb["id"])
+        before = await passages(owner_engine, record["id"])
+        again = await c.post(
+            "/kb/files/reprocess",
+            json={"kbId": kb["id"], "fileId": record["fileId"]},
+            headers=alice.headers,
+        )
+        assert again.status_code == 202
+        await asyncio.sleep(0.3)
+        (done,) = await settle(c, alice, kb["id"])
     assert done["processingStatus"] == "completed"
     assert await passages(owner_engine, record["id"]) == before and len(before) > 3
 
@@ -150,10 +154,7 @@ async def test_reprocessing_a_file_in_parts_leaves_one_set(
 async def test_a_part_that_cannot_be_embedded_fails_the_file_with_nothing_half_written(
     settings, database, clean, alice, owner_engine, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=2)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
-        record = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
+    async with large_file(settings, database, registry, alice) as (split, c, kb, record):
         # Every attempt fails: the parts are retried, and the last attempt fails the file.
         registry.embedder.failure = ConnectionError("provider unreachable")
         async with workers(split, database, registry, count=1):
@@ -168,10 +169,8 @@ async def test_a_part_that_cannot_be_embedded_fails_the_file_with_nothing_half_w
 async def test_the_reaper_counts_part_jobs_as_live(
     settings, database, clean, alice, owner_engine, app_pool, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=2)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
-        record = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
+    async with large_file(settings, database, registry, alice) as (_, _, _, record):
+        pass
     async with owner_engine.begin() as connection:
         # As if `file.process` had staged the parts and queued their jobs, then ended.
         await connection.execute(text("DELETE FROM pgqueuer"))
@@ -206,10 +205,7 @@ async def test_the_reaper_counts_part_jobs_as_live(
 async def test_a_worker_killed_in_the_middle_of_a_part_loses_nothing(
     settings, database, clean, alice, owner_engine, registry
 ):
-    split = dataclasses.replace(settings, embedding_part_size=2)
-    async with AsyncTestClient(app=create_app(split, database, EmbedderOverride(registry))) as c:
-        kb = await make_kb(c, alice, chunkSize=32, chunkOverlap=0)
-        record = await upload(c, alice, kb["id"], "long.md", "text/markdown", LONG.encode())
+    async with large_file(settings, database, registry, alice) as (split, c, kb, record):
         env = {
             **os.environ,
             "AP_DATABASE_URL": database.url,

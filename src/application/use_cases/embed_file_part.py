@@ -13,6 +13,7 @@ from application.use_cases.process_file import (
     ProcessingLimits,
     embed_with,
     models_of,
+    store_passages,
 )
 from domain.files import ProcessingStatus
 
@@ -100,15 +101,9 @@ class EmbedFilePart:
         missing = [choice for choice in wanted if choice not in staged.models]
         if missing:
             passages = await self._parts.passages(org_id, record_id)
-            for part in await embed_with(self._embedders, missing, passages):
-                await self._chunks.replace_for_file(
-                    org_id,
-                    knowledge_base_id=kb.id,
-                    file_record_id=record_id,
-                    embedding_model=part.model.model,
-                    dimensions=part.model.dimensions,
-                    chunks=part.chunks,
-                )
+            await store_passages(
+                self._chunks, file, await embed_with(self._embedders, missing, passages)
+            )
         await self._parts.publish(
             org_id,
             knowledge_base_id=kb.id,

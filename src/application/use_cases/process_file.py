@@ -60,6 +60,21 @@ async def embed_with(
     return embedded
 
 
+async def store_passages(
+    chunks: ChunkRepository, file: KnowledgeBaseFile, embedded: Sequence[EmbeddedPart]
+) -> None:
+    """Make each of `embedded` the file's passages for its model."""
+    for part in embedded:
+        await chunks.replace_for_file(
+            file.org_id,
+            knowledge_base_id=file.knowledge_base_id,
+            file_record_id=file.id,
+            embedding_model=part.model.model,
+            dimensions=part.model.dimensions,
+            chunks=part.chunks,
+        )
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessFileCommand:
     org_id: str
@@ -234,16 +249,7 @@ class ProcessFile:
         wanted = models_of(current)
         missing = [choice for choice in wanted if choice not in models]
         embedded += await embed_with(self._embedders, missing, chunks)
-        for part in embedded:
-            if part.model in wanted:
-                await self._chunks.replace_for_file(
-                    file.org_id,
-                    knowledge_base_id=kb.id,
-                    file_record_id=file.id,
-                    embedding_model=part.model.model,
-                    dimensions=part.model.dimensions,
-                    chunks=part.chunks,
-                )
+        await store_passages(self._chunks, file, [p for p in embedded if p.model in wanted])
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.COMPLETED)
         await self._uow.commit()
         return ProcessingStatus.COMPLETED
