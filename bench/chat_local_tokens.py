@@ -37,7 +37,7 @@ from typing import Any
 import httpx
 from chat_common import Platform, StreamResult, chat_body, read_stream, require, ui_delta
 from common import command_line, machine, machine_line, owner_connection
-from kb_endpoints import REPORT, ROOT, BenchError, tail, write_section
+from kb_endpoints import ROOT, BenchError, report, tail
 
 SECTION_TITLE = "Chat with the bundled local model: tokens/s through the platform vs direct"
 MODEL = "local:smollm2-135m"
@@ -415,12 +415,7 @@ def run(args: argparse.Namespace) -> int:
             if platform is not None:
                 platform.stop()
     text, ok = section(results, args, info)
-    print()
-    print(text)
-    if not args.no_write:
-        write_section(REPORT, SECTION_TITLE, text)
-        print(f"written to {REPORT}")
-    return 0 if ok else 1
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
 
 
 def main() -> int:

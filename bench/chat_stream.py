@@ -52,15 +52,14 @@ from chat_common import (
 from common import command_line, machine, machine_line, percentile, postmaster
 from kb_endpoints import (
     BENCH_DIR,
-    REPORT,
     BenchError,
     Process,
     free_port,
+    report,
     start,
     stop,
     tail,
     wait_ready,
-    write_section,
 )
 from scripted_provider import content_text
 
@@ -836,12 +835,7 @@ def run(args: argparse.Namespace) -> int:
         finally:
             bench.stop_all()
     text, ok = section(results, args, info)
-    print()
-    print(text)
-    if not args.no_write:
-        write_section(REPORT, SECTION_TITLE, text)
-        print(f"written to {REPORT}")
-    return 0 if ok else 1
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
 
 
 def main() -> int:

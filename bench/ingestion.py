@@ -49,18 +49,17 @@ from common import (
 from corpus import Corpus, generate
 from kb_endpoints import (
     BENCH_DIR,
-    REPORT,
     BenchError,
     Process,
     executable,
     expect,
     free_port,
+    report,
     start,
     stop,
     stop_leftover_postgres,
     tail,
     wait_ready,
-    write_section,
 )
 
 from entrypoints.config import DEFAULT_EMBEDDING_PART_SIZE
@@ -778,12 +777,7 @@ def main() -> int:
     except BenchError as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 2
-    print()
-    print(text)
-    if not args.no_write:
-        write_section(REPORT, SECTION_TITLE, text)
-        print(f"written to {REPORT}")
-    return 0 if ok else 1
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
 
 
 if __name__ == "__main__":

@@ -431,6 +431,17 @@ def write_section(path: Path, title: str, text: str) -> None:
     path.write_text("".join(lines[:start]) + text + ("\n" + rest if rest else ""))
 
 
+def report(title: str, text: str, ok: bool, *, write: bool) -> int:
+    """Print a benchmark's section and, with `write`, put it into BENCHMARKS.md; the exit
+    status: 0 when every target is met, 1 when one is missed."""
+    print()
+    print(text)
+    if write:
+        write_section(REPORT, title, text)
+        print(f"written to {REPORT}")
+    return 0 if ok else 1
+
+
 def run(args: argparse.Namespace) -> int:
     info = machine()
     started: list[Process] = []
@@ -477,12 +488,8 @@ def run(args: argparse.Namespace) -> int:
             stop_leftover_postgres(pgdata)
 
     text = section(results, args, info, sizes)
-    print()
-    print(text)
-    if not args.no_write:
-        write_section(REPORT, SECTION_TITLE, text)
-        print(f"written to {REPORT}")
-    return 0 if all(results.ratio(e) >= TARGET for e in ENDPOINTS) else 1
+    ok = all(results.ratio(e) >= TARGET for e in ENDPOINTS)
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
 
 
 def main() -> int:

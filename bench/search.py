@@ -44,7 +44,7 @@ from common import (
     owner_url,
     percentile,
 )
-from kb_endpoints import REPORT, BenchError, executable, stop_leftover_postgres, write_section
+from kb_endpoints import BenchError, executable, report, stop_leftover_postgres
 from pgvector.asyncpg import register_vector
 
 SECTION_TITLE = "Filtered vector search: HNSW latency and recall@10"
@@ -644,12 +644,7 @@ def main() -> int:
     except BenchError as error:
         print(f"benchmark failed: {error}", file=sys.stderr)
         return 2
-    print()
-    print(text)
-    if not args.no_write:
-        write_section(REPORT, SECTION_TITLE, text)
-        print(f"written to {REPORT}")
-    return 0 if ok else 1
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
 
 
 if __name__ == "__main__":
