@@ -219,3 +219,11 @@ async def test_a_small_file_also_stores_a_model_asked_for_while_it_ran(world, ca
     assert await run(use_case, record) is ProcessingStatus.COMPLETED
     assert stored_texts(chunks, record, "openai:m") == PASSAGES
     assert stored_texts(chunks, record) == PASSAGES
+
+
+async def test_a_part_of_a_deleted_file_is_dropped(world, caller, chunks):
+    _, record = await staged(world, caller, chunks)
+    first, _ = part_jobs(world)
+    await world.files.delete(caller.org_id, record.id)
+    assert await embed(embedder_of(world, chunks), first) is None
+    assert chunks.stored == {}
