@@ -8,12 +8,15 @@ NODE_STAMP := tests/node/node_modules/.installed
 
 .PHONY: serve test install lint worker bench
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml scripts/install-llama-cpp.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first, pinned: the CPU build on these machines, not the CUDA wheels.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet -e '.[dev]'
+	# llama-cpp-python built for any AVX2 CPU into a wheelhouse keyed by its flags (never -march=native).
+	scripts/install-llama-cpp.sh $(BIN)/python
+	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -e '.[dev]'
+	$(BIN)/python -m adapters.llm.cpu_features
 	touch $(STAMP)
 
 # The `ai` npm package whose own parser the stream tests run under Node (>= 18).
