@@ -31,6 +31,16 @@ class ConfigError(Exception):
         self.problems = problems
 
 
+def default_worker_memory_mb() -> int:
+    """A quarter of this machine's memory, between 1 GiB and 8 GiB: what one file's extraction
+    may hold resident (a worker is killed past twice that)."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+    except (ValueError, OSError, AttributeError):
+        return 4096
+    return max(1024, min(8192, total // 4))
+
+
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Settings:
     database_url: str | None = None
@@ -69,6 +79,12 @@ class Settings:
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
     chat_timeout: int = 120
     local_llm_threads: int = 2
+    local_model_preload: bool = False
+    local_model_stall_timeout: int = 60
+    local_model_memory_mb: int = 4096
+    worker_memory_mb: int = field(default_factory=default_worker_memory_mb)
+    extract_timeout: int = 600
+    job_max_cut_short_runs: int = 3
 
     @property
     def effective_public_url(self) -> str:
@@ -193,6 +209,12 @@ class Settings:
             model_prices=_prices("AP_MODEL_PRICES", text("AP_MODEL_PRICES"), problems),
             chat_timeout=integer("AP_CHAT_TIMEOUT", 120, 5, 3600),
             local_llm_threads=integer("AP_LOCAL_LLM_THREADS", 2, 1, 256),
+            local_model_preload=(
+                flag("AP_LOCAL_MODEL_PRELOAD") if text("AP_LOCAL_MODEL_PRELOAD") else True
+            ),
+            local_model_stall_timeout=integer("AP_LOCAL_MODEL_STALL_TIMEOUT", 60, 1, 3600),
+            local_model_memory_mb=integer("AP_LOCAL_MODEL_MEMORY_MB", 4096, 0, 2**20),
+            worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
         )
         if problems:
             raise ConfigError(problems)

@@ -8,10 +8,11 @@ any of them.
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 import asyncpg
 import httpx
+import structlog
 from dishka import (
     AsyncContainer,
     Provider,
@@ -22,13 +23,14 @@ from dishka import (
     provide_all,
 )
 
+from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.chunking.llama_index_chunker import LlamaIndexChunker
 from adapters.clock import SystemClock
 from adapters.embeddings.registry import DefaultEmbedderRegistry
-from adapters.extraction.extractor import FileTextExtractor
 from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
+from adapters.llm.supervisor import RunnerSettings
 from adapters.postgres.chunks import PgChunkRepository
 from adapters.postgres.database import FairGate, OrgConnection, create_pool, org_connection
 from adapters.postgres.embedding_parts import PgEmbeddingParts
@@ -38,6 +40,7 @@ from adapters.postgres.repositories import (
     PgMemberDirectory,
 )
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
+from adapters.sandboxed_extraction import SandboxedTextExtractor
 from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
 from adapters.storage.s3 import S3ObjectStorage, s3_client
 from adapters.structured.chat_extractor import ChatStructuredExtractor
@@ -191,8 +194,14 @@ class InfrastructureProvider(Provider):
         return RecentlySeen()
 
     @provide
-    def extractor(self) -> TextExtractor:
-        return FileTextExtractor()
+    def extractor(self, settings: Settings) -> Iterator[TextExtractor]:
+        extractor = SandboxedTextExtractor(
+            memory_limit=settings.worker_memory_mb * 2**20,
+            timeout=float(settings.extract_timeout),
+            on_event=structlog.get_logger("agent_platform.extraction").warning,
+        )
+        yield extractor
+        extractor.close()
 
     @provide
     def chunker(self) -> Chunker:
@@ -208,23 +217,38 @@ class InfrastructureProvider(Provider):
         )
 
     @provide
+    async def local_chat_model(self, settings: Settings) -> AsyncIterator[LlamaCppChatModel]:
+        model = LlamaCppChatModel(
+            RunnerSettings(
+                threads=settings.local_llm_threads,
+                memory_limit=settings.local_model_memory_mb * 1024 * 1024,
+                stall_timeout=float(settings.local_model_stall_timeout),
+            )
+        )
+        yield model
+        await model.aclose()
+
+    @provide
     def structured_extractor(
-        self, settings: Settings, client: httpx.AsyncClient
+        self, settings: Settings, client: httpx.AsyncClient, local: LlamaCppChatModel
     ) -> StructuredExtractor:
         return ChatStructuredExtractor(
             http_client=client,
             openai_base_url=settings.openai_base_url,
             openai_api_key=settings.openai_api_key,
+            local_model=local,
         )
 
     @provide
-    def chat_models(self, settings: Settings, client: httpx.AsyncClient) -> ChatModelRegistry:
+    def chat_models(
+        self, settings: Settings, client: httpx.AsyncClient, local: LlamaCppChatModel
+    ) -> ChatModelRegistry:
         return DefaultChatModelRegistry(
             http_client=client,
             openai_base_url=settings.openai_base_url,
             openai_api_key=settings.openai_api_key,
             timeout=settings.chat_timeout,
-            local_threads=settings.local_llm_threads,
+            local_model=local,
         )
 
     @provide

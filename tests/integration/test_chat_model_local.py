@@ -1,14 +1,21 @@
-"""The bundled SmolLM2 through `LlamaCppChatModel`: streaming, limits, cancellation, trimming."""
+"""The bundled SmolLM2 through `LlamaCppChatModel` and its runner process: streaming, limits,
+cancellation, trimming, JSON, and a runner that is killed or hangs mid-answer."""
 
 from __future__ import annotations
 
 import asyncio
+import json
+import os
+import signal
 import time
+from collections.abc import AsyncIterator
 
 import pytest
 
-from adapters.chat.llama_cpp import LlamaCppChatModel, shared_local_model
+from adapters.chat.llama_cpp import LlamaCppChatModel
+from adapters.llm.supervisor import STOPPED, RunnerSettings
 from application.ports.chat_model import (
+    ChatModelError,
     ChatRequest,
     ChatTurn,
     Finished,
@@ -18,8 +25,11 @@ from application.ports.chat_model import (
 
 
 @pytest.fixture(scope="module")
-def model() -> LlamaCppChatModel:
-    return shared_local_model(2)
+async def model() -> AsyncIterator[LlamaCppChatModel]:
+    model = LlamaCppChatModel(RunnerSettings(threads=2, stall_timeout=10))
+    model.start()
+    yield model
+    await model.aclose()
 
 
 def ask(text: str, *, max_output_tokens: int = 24, system: str | None = None) -> ChatRequest:
@@ -86,7 +96,7 @@ async def test_concurrent_calls_take_turns(model):
 
 async def test_an_overlong_history_is_trimmed_and_still_answered():
     # A small context keeps the test quick; the rules are the same at 4096.
-    small = LlamaCppChatModel(threads=2, n_ctx=512)
+    small = LlamaCppChatModel(RunnerSettings(threads=2, n_ctx=512))
     turns = [ChatTurn(role="system", content="You are a helpful assistant. Answer briefly.")]
     for index in range(40):
         turns.append(ChatTurn(role="user", content=f"Tell me fact number {index} about the sea."))
@@ -94,7 +104,10 @@ async def test_an_overlong_history_is_trimmed_and_still_answered():
     turns.append(ChatTurn(role="user", content="What colour is the sky on a clear day?"))
     request = ChatRequest(model="smollm2-135m", turns=turns, max_output_tokens=32, temperature=0)
 
-    events = await collect(small, request)
+    try:
+        events = await collect(small, request)
+    finally:
+        await small.aclose()
 
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.input_tokens <= 512 - 32
@@ -103,7 +116,7 @@ async def test_an_overlong_history_is_trimmed_and_still_answered():
 
 
 async def test_a_single_message_longer_than_the_context_is_cut():
-    small = LlamaCppChatModel(threads=2, n_ctx=256)
+    small = LlamaCppChatModel(RunnerSettings(threads=2, n_ctx=256))
     request = ChatRequest(
         model="smollm2-135m",
         turns=[
@@ -114,8 +127,98 @@ async def test_a_single_message_longer_than_the_context_is_cut():
         temperature=0,
     )
 
-    events = await collect(small, request)
+    try:
+        events = await collect(small, request)
+    finally:
+        await small.aclose()
 
     usage = next(e for e in events if isinstance(e, Usage))
     assert usage.input_tokens <= 256 - 16
     assert isinstance(events[-1], Finished)
+
+
+async def test_an_answer_can_be_constrained_to_a_json_schema(model):
+    schema = {
+        "type": "object",
+        "properties": {"holidayDays": {"type": "integer"}},
+        "required": ["holidayDays"],
+    }
+    request = ChatRequest(
+        model="smollm2-135m",
+        turns=[
+            ChatTurn(role="system", content="Answer with JSON."),
+            ChatTurn(role="user", content="Everyone gets 30 days of paid holiday every year."),
+        ],
+        max_output_tokens=48,
+        temperature=0,
+        response_schema=schema,
+    )
+
+    events = await collect(model, request)
+
+    answer = json.loads("".join(e.text for e in events if isinstance(e, TextDelta)))
+    assert isinstance(answer["holidayDays"], int)
+
+
+async def _kill_mid_answer(model: LlamaCppChatModel, signum: int) -> list:
+    """Start a long answer, send `signum` to the runner after its third token, and return the
+    events received before the failure (which must be raised)."""
+    pid = model.runner.pid
+    assert pid is not None
+    received = []
+    with pytest.raises(ChatModelError) as failure:
+        async for event in model.stream(ask("Write a long story.", max_output_tokens=500)):
+            received.append(event)
+            if len(received) == 3:
+                os.kill(pid, signum)
+    assert failure.value.message == STOPPED
+    return received
+
+
+async def test_a_runner_killed_mid_answer_fails_that_answer_and_the_next_one_works(model):
+    await model.runner.wait_ready()
+    starts = model.runner.starts
+    killed = model.runner.pid
+
+    received = await _kill_mid_answer(model, signal.SIGKILL)
+
+    assert len(received) >= 3
+    events = await asyncio.wait_for(collect(model, ask("Hi", max_output_tokens=3)), 60)
+    assert isinstance(events[-1], Finished)
+    assert model.runner.starts == starts + 1
+    assert model.runner.pid not in (None, killed)
+
+
+async def test_a_hung_runner_is_killed_after_the_stall_timeout_and_replaced(model):
+    await model.runner.wait_ready()
+    hung = model.runner.pid
+    started = time.monotonic()
+
+    await _kill_mid_answer(model, signal.SIGSTOP)
+
+    assert 9 <= time.monotonic() - started < 40
+    events = await asyncio.wait_for(collect(model, ask("Hi", max_output_tokens=3)), 60)
+    assert isinstance(events[-1], Finished)
+    assert model.runner.pid not in (None, hung)
+
+
+async def test_calls_waiting_their_turn_survive_a_crash_of_the_one_in_progress(model):
+    await model.runner.wait_ready()
+    pid = model.runner.pid
+    assert pid is not None
+
+    async def crash_after_first_token() -> str:
+        try:
+            async for event in model.stream(ask("Write a long story.", max_output_tokens=500)):
+                if isinstance(event, TextDelta):
+                    os.kill(pid, signal.SIGKILL)
+        except ChatModelError as error:
+            return error.message
+        return "finished"
+
+    crashed, waiting = await asyncio.gather(
+        crash_after_first_token(), collect(model, ask("Name a colour.", max_output_tokens=4))
+    )
+
+    assert crashed == STOPPED
+    assert isinstance(waiting[-1], Finished)

@@ -10,6 +10,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
+from adapters.chat.llama_cpp import LlamaCppChatModel
+from adapters.llm.supervisor import RunnerSettings
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
 
@@ -116,16 +118,23 @@ async def test_the_bundled_model_fills_a_schema():
         "properties": {"holidayDays": {"type": "integer"}},
         "required": ["holidayDays"],
     }
-    async with httpx.AsyncClient() as client:
-        extractor = ChatStructuredExtractor(
-            http_client=client, openai_base_url="http://127.0.0.1:9/v1", openai_api_key=None
-        )
-        data = await extractor.extract(
-            model="local:smollm2-135m",
-            schema=schema,
-            text="# Holidays\n\nEveryone gets 30 days of paid holiday every year.",
-            file_name="handbook.md",
-        )
+    local = LlamaCppChatModel(RunnerSettings(threads=2))
+    try:
+        async with httpx.AsyncClient() as client:
+            extractor = ChatStructuredExtractor(
+                http_client=client,
+                openai_base_url="http://127.0.0.1:9/v1",
+                openai_api_key=None,
+                local_model=local,
+            )
+            data = await extractor.extract(
+                model="local:smollm2-135m",
+                schema=schema,
+                text="# Holidays\n\nEveryone gets 30 days of paid holiday every year.",
+                file_name="handbook.md",
+            )
+    finally:
+        await local.aclose()
     assert data == {"holidayDays": 30}
 
 

@@ -14,6 +14,7 @@ import pytest
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
+from adapters.llm.supervisor import RunnerSettings
 from application.ports.chat_model import (
     ChatModelError,
     ChatModelUnavailable,
@@ -539,7 +540,7 @@ async def test_an_answer_sent_whole_despite_streaming_is_read():
 
 
 def test_the_registry_serves_the_local_model_once_and_any_openai_model():
-    local = LlamaCppChatModel(threads=1)
+    local = LlamaCppChatModel(RunnerSettings(threads=1))
     client = httpx.AsyncClient()
     registry = DefaultChatModelRegistry(client, "http://127.0.0.1:9/v1", None, local_model=local)
 

@@ -1,5 +1,5 @@
 """`StructuredExtractor` on chat models: any OpenAI-compatible endpoint, or the bundled
-SmolLM2 run in process by llama-cpp-python.
+SmolLM2 (the local `ChatModel`, whose runner process constrains the answer to the schema).
 
 Both ask for JSON constrained by the schema, and the answer is validated with `jsonschema`
 before it is returned, whatever the provider promised. OpenAI-compatible servers differ in how
@@ -12,14 +12,20 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Mapping
 from typing import Any
 
 import httpx
 import jsonschema
 
-from adapters.llm.bundled import BundledModelMissing, bundled_smollm2_path
+from adapters.llm.supervisor import STOPPED
+from application.ports.chat_model import (
+    ChatModel,
+    ChatModelError,
+    ChatRequest,
+    ChatTurn,
+    TextDelta,
+)
 from application.ports.structured_extractor import StructuredExtractionFailed
 
 INSTRUCTIONS = (
@@ -43,7 +49,7 @@ class ChatStructuredExtractor:
         max_text_chars: int = 12_000,
         timeout: float = 120.0,
         max_attempts: int = 3,
-        local_threads: int = 2,
+        local_model: ChatModel | None = None,
     ) -> None:
         self._http = http_client
         self._base_url = openai_base_url.rstrip("/")
@@ -51,9 +57,7 @@ class ChatStructuredExtractor:
         self._max_text_chars = max_text_chars
         self._timeout = timeout
         self._max_attempts = max_attempts
-        self._local_threads = local_threads
-        self._local: Any = None
-        self._local_lock = threading.Lock()
+        self._local = local_model
         self._schema_style = 0
 
     async def extract(
@@ -69,8 +73,8 @@ class ChatStructuredExtractor:
         document = f"File: {file_name}\n\n{text[: self._max_text_chars]}"
         if provider == "openai":
             answer = await self._ask_openai(name, dict(schema), document)
-        elif provider == "local" and name in LOCAL_MODELS:
-            answer = await asyncio.to_thread(self._ask_local, dict(schema), document)
+        elif provider == "local" and name in LOCAL_MODELS and self._local is not None:
+            answer = await self._ask_local(self._local, dict(schema), document)
         else:
             raise StructuredExtractionFailed(f"Unknown extraction model '{model}'.")
         return self._validated(answer, schema)
@@ -152,28 +156,28 @@ class ChatStructuredExtractor:
                 ) from None
         raise StructuredExtractionFailed("The extraction model could not be reached.")
 
-    def _ask_local(self, schema: dict[str, Any], document: str) -> str:
-        with self._local_lock:
-            if self._local is None:
-                from llama_cpp import Llama
-
-                try:
-                    model_path = bundled_smollm2_path()
-                except BundledModelMissing as missing:
-                    raise StructuredExtractionFailed(str(missing)) from None
-                self._local = Llama(
-                    model_path=str(model_path),
-                    n_ctx=4096,
-                    n_threads=self._local_threads,
-                    verbose=False,
-                )
-            result = self._local.create_chat_completion(
-                messages=[
-                    {"role": "system", "content": INSTRUCTIONS},
-                    {"role": "user", "content": document[:6000]},
-                ],
-                response_format={"type": "json_object", "schema": schema},
-                temperature=0,
-                max_tokens=512,
-            )
-        return str(result["choices"][0]["message"]["content"])
+    async def _ask_local(self, model: ChatModel, schema: dict[str, Any], document: str) -> str:
+        request = ChatRequest(
+            model="smollm2-135m",
+            turns=[
+                ChatTurn(role="system", content=INSTRUCTIONS),
+                ChatTurn(role="user", content=document[:6000]),
+            ],
+            max_output_tokens=512,
+            temperature=0,
+            response_schema=schema,
+        )
+        pieces: list[str] = []
+        try:
+            async with asyncio.timeout(self._timeout):
+                async for event in model.stream(request):
+                    if isinstance(event, TextDelta):
+                        pieces.append(event.text)
+        except ChatModelError as failure:
+            if failure.message == STOPPED:
+                # A crashed runner is restarted: the queue's retry gets the next one.
+                raise
+            raise StructuredExtractionFailed(failure.message) from None
+        except TimeoutError:
+            raise StructuredExtractionFailed("The extraction model took too long.") from None
+        return "".join(pieces)

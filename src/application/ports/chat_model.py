@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -51,7 +51,9 @@ class ChatRequest:
     """A prompt for one model call. `model` is the model's name at its provider (no prefix).
 
     `tool_choice` is the provider's default when None; otherwise `auto`, `none`, `required`
-    (some tool must be called) or the name of one of `tools` that must be called."""
+    (some tool must be called) or the name of one of `tools` that must be called.
+    `response_schema`, a JSON Schema, asks for an answer that is one JSON object matching it
+    (constrained decoding where the model supports it; the caller still validates)."""
 
     model: str
     turns: Sequence[ChatTurn]
@@ -59,6 +61,7 @@ class ChatRequest:
     max_output_tokens: int = 1024
     temperature: float | None = None
     tool_choice: str | None = None
+    response_schema: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,15 @@ from typing import Protocol
 from domain.extraction import ExtractedDocument, ExtractionLimits
 
 
+class ExtractorCrashed(Exception):
+    """The extractor's process died on the file (a crash in native code, say). It may not
+    happen again, so the queue retries; `message` tells the file's owner if it always does."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
 class TextExtractor(Protocol):
     """Turns a stored file's bytes into Markdown text, pages and images.
 

@@ -13,7 +13,7 @@ from application.ports.job_queue import JobQueue, embed_file_part_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
-from application.ports.text_extractor import TextExtractor
+from application.ports.text_extractor import ExtractorCrashed, TextExtractor
 from application.ports.unit_of_work import UnitOfWork
 from domain.chunks import TextChunk
 from domain.errors import NotFound
@@ -174,7 +174,10 @@ class ProcessFile:
         except Exception as error:
             if not command.last_attempt:
                 raise
-            message = f"Processing failed after several attempts ({type(error).__name__})."
+            if isinstance(error, ExtractorCrashed):
+                message = f"{error.message} It did on every attempt."
+            else:
+                message = f"Processing failed after several attempts ({type(error).__name__})."
             return await self._fail(file, stage, message)
 
     async def _extract(self, file: KnowledgeBaseFile) -> ExtractedDocument:

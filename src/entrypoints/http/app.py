@@ -14,6 +14,7 @@ from litestar.openapi.plugins import ScalarRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
+from adapters.chat.llama_cpp import LlamaCppChatModel
 from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
@@ -50,10 +51,15 @@ class HttpIdentityProvider(LitestarProvider):
 
 async def _warm_up(app: Litestar) -> None:
     """Open the database pool and build the token verifier before the first request, so that
-    a database or configuration problem stops start-up instead of failing requests."""
+    a database or configuration problem stops start-up instead of failing requests; start the
+    bundled model's runner when it is the default chat model, so that the first answer pays
+    no load."""
     container: AsyncContainer = app.state.dishka_container
     await container.get(asyncpg.Pool)
     await container.get(TokenVerifier)
+    settings = await container.get(Settings)
+    if settings.local_model_preload and settings.default_chat_model.startswith("local:"):
+        (await container.get(LlamaCppChatModel)).start()
 
 
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
