@@ -15,7 +15,8 @@ START = "start"
 FINISH = "finish"
 ERROR = "error"
 ABORT = "abort"
-ENDINGS = frozenset({FINISH, ERROR, ABORT})
+# A failure is an `error` then `finish`: the error alone does not end the stream.
+ENDINGS = frozenset({FINISH, ABORT})
 
 
 def start(message_id: str) -> Chunk:
@@ -81,6 +82,11 @@ def finish() -> Chunk:
 
 def error(error_text: str) -> Chunk:
     return {"type": "error", "errorText": error_text}
+
+
+def failure(error_text: str) -> list[Chunk]:
+    """How a response that failed ends: the error, then `finish`."""
+    return [error(error_text), finish()]
 
 
 def abort() -> Chunk:

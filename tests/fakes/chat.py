@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
@@ -15,6 +16,7 @@ from application.ports.chat_model import (
     TextDelta,
     Usage,
 )
+from application.ports.chat_run_log import RunState
 from application.ports.skill_catalog import SkillSummary
 from domain.chat_stream import Chunk
 from domain.chunks import SearchResult
@@ -75,8 +77,15 @@ class ScriptedChatRegistry:
         return self._model if isinstance(self._model, ScriptedChatModel) else self._model()
 
 
+STALLED = (
+    "The response stopped before it finished (the server producing it went away). "
+    "Send the message again to retry."
+)
+
+
 class FakeRunLog:
-    """Keeps runs in memory; `cancel_after` appends makes the next append report a cancel."""
+    """Keeps runs in memory; a run in `cancel_requested` gets a cancel at its next append or
+    heartbeat. `alive_at` holds each run's last sign of life (`time.monotonic()`)."""
 
     def __init__(self) -> None:
         self.chunks: dict[str, list[Chunk]] = {}
@@ -84,12 +93,20 @@ class FakeRunLog:
         self.status: dict[str, StreamStatus] = {}
         self.errors: dict[str, str | None] = {}
         self.cancel_requested: set[str] = set()
+        self.alive_at: dict[str, float] = {}
         self.appends = 0
         self.heartbeats = 0
+        self.stall_checks = 0
 
     def start(self, run_id: str) -> None:
         self.chunks[run_id] = []
         self.status[run_id] = StreamStatus.IN_PROGRESS
+        self.alive_at[run_id] = time.monotonic()
+
+    def reap(self, run_id: str, error: str = STALLED) -> None:
+        """What the worker's reaper does to a stalled run: failed, with no chunk stored."""
+        self.status[run_id] = StreamStatus.FAILED
+        self.errors[run_id] = error
 
     def _store(self, run_id: str, first_seq: int, chunks: Sequence[Chunk]) -> None:
         stored = self.chunks.setdefault(run_id, [])
@@ -108,10 +125,12 @@ class FakeRunLog:
         self.appends += 1
         self._store(run_id, first_seq, chunks)
         self.parts[run_id] = [dict(p) for p in parts]
+        self.alive_at[run_id] = time.monotonic()
         return run_id in self.cancel_requested
 
     async def heartbeat(self, org_id: str, run_id: str) -> bool:
         self.heartbeats += 1
+        self.alive_at[run_id] = time.monotonic()
         return run_id in self.cancel_requested
 
     async def finish(
@@ -134,6 +153,20 @@ class FakeRunLog:
         self, org_id: str, run_id: str, *, after_seq: int
     ) -> tuple[list[Chunk], StreamStatus | None]:
         return self.chunks.get(run_id, [])[after_seq + 1 :], self.status.get(run_id)
+
+    async def fail_if_stalled(
+        self, org_id: str, run_id: str, *, stale_after: float
+    ) -> RunState | None:
+        self.stall_checks += 1
+        status = self.status.get(run_id)
+        if status is None:
+            return None
+        silent_for = time.monotonic() - self.alive_at.get(run_id, time.monotonic())
+        if status is StreamStatus.IN_PROGRESS and silent_for >= stale_after:
+            self.reap(run_id)
+        return RunState(
+            status=self.status[run_id], error=self.errors.get(run_id), silent_for=silent_for
+        )
 
 
 class FakeUsageLedger:

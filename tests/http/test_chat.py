@@ -217,8 +217,9 @@ async def test_a_provider_failure_mid_stream_keeps_what_was_produced(chat, alice
     )
     assert response.status_code == 200
     chunks = events(response.content)
-    assert chunks[-2:] == [
+    assert chunks[-3:] == [
         {"type": "error", "errorText": "The model did not answer in time."},
+        {"type": "finish"},
         "[DONE]",
     ]
     result = run_ai_sdk_parser(response.content)

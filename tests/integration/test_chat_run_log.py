@@ -1,8 +1,10 @@
 """PgChatRunLog and PgUsageLedger against the real database: each call its own checkout in the
-run's organization, as the background tasks use them."""
+run's organization, as the background tasks use them; and readers of the log ending runs whose
+producer went away."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
@@ -10,6 +12,7 @@ from decimal import Decimal
 import pytest
 from sqlalchemy import text
 
+from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.chat_runs import PgChatRunLog
 from adapters.postgres.conversations import PgConversationRepository
 from adapters.postgres.database import FairGate, org_connection
@@ -260,6 +263,130 @@ async def test_another_organization_can_neither_read_nor_write_a_run(app_pool, o
         [{"type": "start"}],
         StreamStatus.IN_PROGRESS,
     )
+
+
+STALLED = (
+    "The response stopped before it finished (the server producing it went away). "
+    "Send the message again to retry."
+)
+
+
+async def stop_beating(owner_engine, *run_ids, seconds=3600):
+    """As if the runs' producers had gone away `seconds` ago."""
+    async with owner_engine.begin() as connection:
+        for run_id in run_ids:
+            await connection.execute(
+                text(
+                    "UPDATE chat_runs SET heartbeat_at = now() - make_interval(secs => :s) "
+                    "WHERE id = :id"
+                ),
+                {"id": run_id, "s": seconds},
+            )
+
+
+async def stream_status(app_pool, thread):
+    async with org_connection(app_pool, "org_a") as db:
+        conversation = await PgConversationRepository(db).get("org_a", thread)
+    return conversation.stream_status
+
+
+async def test_fail_if_stalled_fails_only_a_run_whose_heartbeat_is_stale(
+    app_pool, owner_engine, log
+):
+    _, run = await start(app_pool, owner_engine)
+    chunks = text_chunks(run.message_id)
+    parts = [{"type": "text", "text": "Half"}]
+    await log.append("org_a", run.id, first_seq=0, chunks=chunks, parts=parts)
+    alive = await log.fail_if_stalled("org_a", run.id, stale_after=30)
+    assert (alive.status, alive.error) == (StreamStatus.IN_PROGRESS, None)
+    assert 0 <= alive.silent_for < 10
+    await stop_beating(owner_engine, run.id, seconds=40)
+    # Another organization can neither see nor fail it.
+    assert await log.fail_if_stalled("org_b", run.id, stale_after=30) is None
+    assert (await log.fail_if_stalled("org_a", run.id, stale_after=60)).status is (
+        StreamStatus.IN_PROGRESS
+    )
+    assert (await state(owner_engine, run.id))[0] == "in_progress"
+
+    failed = await log.fail_if_stalled("org_a", run.id, stale_after=30)
+    assert (failed.status, failed.error) == (StreamStatus.FAILED, STALLED)
+    assert await state(owner_engine, run.id) == (
+        "failed", False, 5, STALLED, "failed", parts, "failed",
+    )  # fmt: skip
+    assert await log.read("org_a", run.id, after_seq=-1) == (chunks, StreamStatus.FAILED)
+    # Its producer, were it still there, stops at its next write; asking again changes nothing.
+    assert await log.heartbeat("org_a", run.id) is True
+    again = await log.fail_if_stalled("org_a", run.id, stale_after=30)
+    assert (again.status, again.error) == (StreamStatus.FAILED, STALLED)
+    assert await log.fail_if_stalled("org_a", str(uuid.uuid4()), stale_after=30) is None
+
+
+async def test_the_reaper_still_fails_the_stalled_runs_of_every_organization(
+    app_pool, owner_engine, log
+):
+    _, stalled_a = await start(app_pool, owner_engine, "org_a")
+    _, stalled_b = await start(app_pool, owner_engine, "org_b")
+    _, alive = await start(app_pool, owner_engine, "org_a")
+    await stop_beating(owner_engine, stalled_a.id, stalled_b.id)
+    # As the worker calls it: the app role, whatever organization its connection was last in.
+    async with org_connection(app_pool, "org_a") as db:
+        reaped = await db.fetch("SELECT run_id FROM ap_reap_stalled_chat_runs('1 minute')")
+    assert sorted(str(r[0]) for r in reaped) == sorted([stalled_a.id, stalled_b.id])
+    for run in (stalled_a, stalled_b):
+        assert await state(owner_engine, run.id) == (
+            "failed", False, 0, STALLED, "failed", [], "failed",
+        )  # fmt: skip
+    assert (await state(owner_engine, alive.id))[0] == "in_progress"
+
+
+async def follow(log, run_id, **options):
+    streams = InProcessChatStreams(log, poll_interval=0.01, **options)
+    return [batch async for batch in streams.follow("org_a", run_id)]
+
+
+async def test_a_follower_of_a_run_whose_producer_went_away_fails_it(app_pool, owner_engine, log):
+    thread, run = await start(app_pool, owner_engine)
+    first = text_chunks(run.message_id)
+    await log.append("org_a", run.id, first_seq=0, chunks=first, parts=[])
+    await stop_beating(owner_engine, run.id, seconds=45)
+    batches = await asyncio.wait_for(follow(log, run.id, stale_after=30), 10)
+    assert batches == [
+        first,
+        [chat_stream.text_end("t0"), chat_stream.error(STALLED), chat_stream.finish()],
+    ]
+    assert (await state(owner_engine, run.id))[0] == "failed"
+    assert await stream_status(app_pool, thread) is StreamStatus.FAILED
+
+
+async def test_a_follower_of_a_reaped_run_gets_the_reapers_error(app_pool, owner_engine, log):
+    _, run = await start(app_pool, owner_engine)
+    first = [chat_stream.start(run.message_id)]
+    await log.append("org_a", run.id, first_seq=0, chunks=first, parts=[])
+    await stop_beating(owner_engine, run.id)
+    async with owner_engine.begin() as connection:
+        await connection.execute(text("SELECT * FROM ap_reap_stalled_chat_runs('1 minute')"))
+    batches = await asyncio.wait_for(follow(log, run.id, stale_after=7200), 10)
+    assert batches == [first, [chat_stream.error(STALLED), chat_stream.finish()]]
+
+
+async def test_a_quiet_run_whose_producer_beats_is_followed_not_failed(app_pool, owner_engine, log):
+    thread, run = await start(app_pool, owner_engine)
+    first = [chat_stream.start(run.message_id)]
+    await log.append("org_a", run.id, first_seq=0, chunks=first, parts=[])
+    reader = asyncio.create_task(follow(log, run.id, idle=0.2, stale_after=0.6))
+    for _ in range(12):
+        await asyncio.sleep(0.1)
+        await log.heartbeat("org_a", run.id)
+    assert (await state(owner_engine, run.id))[0] == "in_progress"
+    await log.finish(
+        "org_a", run.id, status=StreamStatus.COMPLETED, first_seq=1,
+        chunks=[chat_stream.finish()], parts=[],
+    )  # fmt: skip
+    batches = await asyncio.wait_for(reader, 10)
+    assert batches[0] == first
+    assert [] in batches
+    assert batches[-1] == [chat_stream.finish()]
+    assert await stream_status(app_pool, thread) is StreamStatus.COMPLETED
 
 
 def entry(org, cost, **overrides):

@@ -266,8 +266,8 @@ async def test_a_model_failure_mid_stream_keeps_the_text_and_ends_with_an_error_
     )
     world = World(model)
     await world.run()
-    assert world.writer.types[-3:] == ["text-delta", "text-end", "error"]
-    assert world.writer.chunks[-1] == {"type": "error", "errorText": "The model timed out."}
+    assert world.writer.types[-4:] == ["text-delta", "text-end", "error", "finish"]
+    assert world.writer.chunks[-2] == {"type": "error", "errorText": "The model timed out."}
     assert world.runs.status["run-1"] is StreamStatus.FAILED
     assert world.runs.errors["run-1"] == "The model timed out."
     assert world.runs.parts["run-1"] == [{"type": "text", "text": "Partial answer"}]
@@ -279,15 +279,18 @@ async def test_a_model_failure_mid_stream_keeps_the_text_and_ends_with_an_error_
 async def test_an_unexpected_failure_does_not_leak_its_detail():
     world = World(ScriptedChatModel([RuntimeError("password=hunter2")]))
     await world.run()
-    assert world.writer.chunks[-1] == {"type": "error", "errorText": FAILED_UNEXPECTEDLY}
+    assert world.writer.chunks[-2:] == [
+        {"type": "error", "errorText": FAILED_UNEXPECTEDLY},
+        {"type": "finish"},
+    ]
     assert world.runs.status["run-1"] is StreamStatus.FAILED
 
 
 async def test_an_unavailable_model_fails_the_response_with_its_message():
     world = World(ScriptedChatModel())
     await world.run(command(agent(model="bogus:model")))
-    assert world.writer.chunks[-1]["type"] == "error"
-    assert "bogus:model" in world.writer.chunks[-1]["errorText"]
+    assert world.writer.types[-2:] == ["error", "finish"]
+    assert "bogus:model" in world.writer.chunks[-2]["errorText"]
     assert world.runs.status["run-1"] is StreamStatus.FAILED
 
 
@@ -324,7 +327,10 @@ async def test_a_shutdown_ends_the_answer_failed_with_a_message():
     await task
     assert world.runs.status["run-1"] is StreamStatus.FAILED
     assert world.runs.errors["run-1"] == STOPPED_BY_SHUTDOWN
-    assert world.writer.chunks[-1] == {"type": "error", "errorText": STOPPED_BY_SHUTDOWN}
+    assert world.writer.chunks[-2:] == [
+        {"type": "error", "errorText": STOPPED_BY_SHUTDOWN},
+        {"type": "finish"},
+    ]
 
 
 async def test_the_heartbeat_notices_a_cancel_asked_for_elsewhere(monkeypatch):

@@ -7,6 +7,11 @@ Once a local reader has had the answer's first words, it takes what follows at m
 one batch with the text deltas of a part joined, and the end at once. A model that streams a
 token every few milliseconds then costs a write, a wake-up and a parse per batch instead of
 per token, on the server and in the client.
+
+A reader of the log ends a run whose producer went away with an `error` chunk (and `finish`),
+as soon as it is known dead: once its heartbeat is `stale_after` seconds old (producers beat
+every 10 s) the reader fails it in the log itself rather than wait for the worker's reaper, and
+a run the reaper failed, which the log holds no ending for, gets its stored error.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import contextlib
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
-from application.ports.chat_run_log import ChatRunLog
-from domain.chat_stream import Chunk, compact, is_ending
+from application.ports.chat_run_log import ChatRunLog, RunState
+from domain.chat_stream import Chunk, abort, compact, error, finish, is_ending, text_end
+from domain.conversations import StreamStatus
 
 POLL_INTERVAL = 0.1
 KEEP_ALIVE_AFTER = 15.0
 COALESCE = 0.05
+STALE_AFTER = 30.0
+STOPPED_UNEXPECTEDLY = "The response stopped unexpectedly. Please try again."
 
 
 @dataclass(slots=True)
@@ -67,11 +75,13 @@ class InProcessChatStreams:
         poll_interval: float = POLL_INTERVAL,
         idle: float = KEEP_ALIVE_AFTER,
         coalesce: float = COALESCE,
+        stale_after: float = STALE_AFTER,
     ) -> None:
         self._runs = runs
         self._poll_interval = poll_interval
         self._idle = idle
         self._coalesce = coalesce
+        self._stale_after = stale_after
         self._local: dict[str, _LocalRun] = {}
 
     def open(self, run_id: str) -> _Writer:
@@ -129,6 +139,10 @@ class InProcessChatStreams:
         loop = asyncio.get_running_loop()
         seen = -1
         quiet_since = loop.time()
+        # Whether its producer is alive is asked once the stored chunks are read, then only when
+        # its heartbeat could next be stale: every 20-30 s for a live one, not at every poll.
+        check_at = quiet_since
+        open_texts: set[str] = set()
         while True:
             chunks, status = await self._runs.read(org_id, run_id, after_seq=seen)
             if chunks:
@@ -138,11 +152,44 @@ class InProcessChatStreams:
                 if ending is not None:
                     yield chunks[: ending + 1]
                     return
+                _track_texts(open_texts, chunks)
                 yield chunks
                 continue
-            if status is None or status.terminal:
+            if status is None:
                 return
+            if status.terminal or loop.time() >= check_at:
+                state = await self._runs.fail_if_stalled(
+                    org_id, run_id, stale_after=self._stale_after
+                )
+                if state is None:
+                    return
+                if state.status.terminal:
+                    if status.terminal:
+                        yield _ending(state, open_texts)
+                        return
+                    # Failed here, or ended by its producer since the read: read what is left.
+                    continue
+                check_at = loop.time() + max(
+                    self._stale_after - state.silent_for, self._poll_interval
+                )
             if loop.time() - quiet_since >= self._idle:
                 quiet_since = loop.time()
                 yield []
             await asyncio.sleep(self._poll_interval)
+
+
+def _track_texts(open_texts: set[str], chunks: list[Chunk]) -> None:
+    for chunk in chunks:
+        if chunk["type"] == "text-start":
+            open_texts.add(chunk["id"])
+        elif chunk["type"] == "text-end":
+            open_texts.discard(chunk["id"])
+
+
+def _ending(state: RunState, open_texts: set[str]) -> list[Chunk]:
+    """The end of a run that ended without its producer storing one (failed as stalled): the
+    text it was writing is closed, as its producer closes it when it fails."""
+    closed = [text_end(part_id) for part_id in sorted(open_texts)]
+    if state.status is StreamStatus.CANCELLED:
+        return [*closed, abort()]
+    return [*closed, error(state.error or STOPPED_UNEXPECTEDLY), finish()]

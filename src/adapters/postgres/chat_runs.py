@@ -2,12 +2,15 @@
 tasks producing them.
 
 Each call checks out its own connection for the run's organization (through the fair gate, so
-producers queue with requests rather than ahead of them) and runs one statement, which is its
-own transaction: a response that takes minutes holds no connection between writes.
+producers queue with requests rather than ahead of them) and runs one statement (two for
+`fail_if_stalled`), each its own transaction: a response that takes minutes holds no
+connection between writes.
 
-A run that is no longer in progress (finished, or failed by `ap_reap_stalled_chat_runs` after
-its heartbeats stopped) or no longer exists (its conversation was deleted) takes no more
-writes; `append` and `heartbeat` then answer True, telling the producer to stop, because
+A run whose heartbeats stopped is failed by `ap_fail_stalled_chat_runs`: for every such run by
+the worker's reaper (`ap_reap_stalled_chat_runs`), for one run by `fail_if_stalled`, which runs
+it as the app role so that it reaches only the organization's runs. A run that is no longer in
+progress (finished, or failed so) or no longer exists (its conversation was deleted) takes no
+more writes; `append` and `heartbeat` then answer True, telling the producer to stop, because
 nothing it produces can be kept.
 
 The log commits without waiting for its WAL to reach the disk (`synchronous_commit = off`):
@@ -19,11 +22,13 @@ answer, after which the run is failed with what was stored; the data stays consi
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import timedelta
 from typing import Any
 
 import asyncpg
 
 from adapters.postgres.database import FairGate, org_connection
+from application.ports.chat_run_log import RunState
 from domain.chat_stream import Chunk
 from domain.conversations import StreamStatus
 
@@ -82,6 +87,11 @@ READ = """
     LEFT JOIN chat_run_chunks c ON c.org_id = r.org_id AND c.run_id = r.id AND c.seq > $3
     WHERE r.org_id = $1 AND r.id = $2
     ORDER BY c.seq"""
+# $1 the run, $2 how long without a heartbeat makes it stalled.
+FAIL_IF_STALLED = "SELECT count(*) FROM ap_fail_stalled_chat_runs($2, $1)"
+STATE = """
+    SELECT status, error, extract(epoch FROM now() - heartbeat_at)::float8 FROM chat_runs
+    WHERE org_id = $1 AND id = $2"""
 
 _STATUS = {status.value: status for status in StreamStatus}
 
@@ -137,3 +147,14 @@ class PgChatRunLog:
         if not rows:
             return [], None
         return [r[1] for r in rows if r[1] is not None], _STATUS[rows[0][0]]
+
+    async def fail_if_stalled(
+        self, org_id: str, run_id: str, *, stale_after: float
+    ) -> RunState | None:
+        async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
+            await db.fetch(FAIL_IF_STALLED, run_id, timedelta(seconds=stale_after))
+            rows = await db.fetch(STATE, org_id, run_id)
+        if not rows:
+            return None
+        status, error, silent_for = rows[0]
+        return RunState(status=_STATUS[status], error=error, silent_for=max(silent_for, 0.0))

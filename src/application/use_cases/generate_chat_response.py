@@ -82,6 +82,10 @@ class _Progress:
         self.writer.emit(chunk)
         self.pending.append(chunk)
 
+    def emit_all(self, chunks: list[chat_stream.Chunk]) -> None:
+        for chunk in chunks:
+            self.emit(chunk)
+
     def text(self, delta: str) -> None:
         if self.open_text is None:
             self.open_text = f"text-{uuid.uuid4().hex[:12]}"
@@ -141,19 +145,19 @@ class GenerateChatResponse:
             progress.end_text()
             if isinstance(stop, asyncio.CancelledError) and stop.args[:1] != (CANCEL_REQUESTED,):
                 status, error = StreamStatus.FAILED, STOPPED_BY_SHUTDOWN
-                progress.emit(chat_stream.error(error))
+                progress.emit_all(chat_stream.failure(error))
             else:
                 status = StreamStatus.CANCELLED
                 progress.emit(chat_stream.abort())
         except ChatModelError as failure:
             progress.end_text()
             status, error = StreamStatus.FAILED, failure.message
-            progress.emit(chat_stream.error(failure.message))
+            progress.emit_all(chat_stream.failure(failure.message))
         except Exception:
             log.exception("chat response %s failed", command.run_id)
             progress.end_text()
             status, error = StreamStatus.FAILED, FAILED_UNEXPECTEDLY
-            progress.emit(chat_stream.error(FAILED_UNEXPECTEDLY))
+            progress.emit_all(chat_stream.failure(FAILED_UNEXPECTEDLY))
         finally:
             heartbeat.cancel()
         try:
