@@ -1,19 +1,34 @@
 """The job worker: the same container as the HTTP app, one request scope per job, acting in
-the job's organization."""
+the job's organization.
+
+How many runs cut short (by a dying process) each kind survives: a title gives up after one
+(the fallback title stays); a re-embedding after `max_cut_short_runs`, abandoned as a failed
+one is (the old index stays, the knowledge base shows `error`); files and their parts count
+their own runs and fail after `ProcessingLimits.max_runs`, so the queue's cap is only a
+backstop above theirs, past which the reaper fails a file left without a job.
+"""
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Callable
+import uuid
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
 
 import asyncpg
+import structlog
 from dishka import AsyncContainer, Provider, Scope, from_context
 
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
-from adapters.queue.worker import PgQueuerWorker, RetryPolicy
+from adapters.queue.worker import (
+    JobHandler,
+    JobKind,
+    JobRun,
+    PgQueuerWorker,
+    RetryPolicy,
+)
 from application.ports.embedder import EmbedderRegistry
 from application.ports.job_queue import (
     EMBED_FILE_PART,
@@ -26,7 +41,7 @@ from application.use_cases.generate_conversation_title import (
     GenerateConversationTitle,
     GenerateConversationTitleCommand,
 )
-from application.use_cases.process_file import ProcessFile, ProcessFileCommand
+from application.use_cases.process_file import ProcessFile, ProcessFileCommand, ProcessingLimits
 from application.use_cases.reembed_knowledge_base import (
     ReembedKnowledgeBase,
     ReembedKnowledgeBaseCommand,
@@ -42,6 +57,9 @@ WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)
 # Answers send a heartbeat every 10 s while they run; six missed ones mean their process died.
 CHAT_STALLED_AFTER = timedelta(seconds=60)
+TITLE_MAX_CUT_SHORT_RUNS = 1
+
+log = structlog.get_logger("agent_platform.worker")
 
 
 class JobIdentityProvider(Provider):
@@ -58,10 +76,16 @@ def build_worker(
     retry: RetryPolicy | None = None,
     heartbeat_timeout: timedelta | None = None,
     warm_up: bool = False,
+    worker_id: uuid.UUID | None = None,
+    max_cut_short_runs: int | None = None,
 ) -> tuple[PgQueuerWorker, AsyncContainer]:
     """A worker and its container (close the container after the worker stops). With
-    `warm_up`, the default local embedding model loads as the worker starts."""
+    `warm_up`, the default local embedding model loads as the worker starts. `worker_id` is
+    its queue manager id (for `release_jobs` once it is dead); `max_cut_short_runs` is how many
+    cut-short runs a re-embedding survives (default `AP_JOB_MAX_CUT_SHORT_RUNS`)."""
     workers = concurrency or settings.worker_concurrency
+    if max_cut_short_runs is None:
+        max_cut_short_runs = settings.job_max_cut_short_runs
     # The worker's own pool: one connection per job in hand, one for the reaper.
     sized = dataclasses.replace(settings, database_pool_size=workers + 1)
     container = make_container(sized, database, JobIdentityProvider(), TitleProvider(), *providers)
@@ -71,15 +95,32 @@ def build_worker(
         return container(context={Identity: identity})
 
     def handler(
-        use_case: type[Any], command: Callable[[dict[str, Any], bool], object]
-    ) -> Callable[[dict[str, Any], bool], Awaitable[None]]:
+        use_case: type[Any], command: Callable[[dict[str, Any], JobRun], object]
+    ) -> JobHandler:
         """Runs `use_case` with the command built from a job's payload, in its organization."""
 
-        async def handle(payload: dict[str, Any], last_attempt: bool) -> None:
+        async def handle(payload: dict[str, Any], run: JobRun) -> None:
             async with in_organization(payload) as request:
-                await (await request.get(use_case)).execute(command(payload, last_attempt))
+                await (await request.get(use_case)).execute(command(payload, run))
 
         return handle
+
+    def reembed_command(payload: dict[str, Any], run: JobRun) -> ReembedKnowledgeBaseCommand:
+        return ReembedKnowledgeBaseCommand(
+            org_id=str(payload["orgId"]), kb_id=int(payload["kbId"]), last_attempt=run.last_attempt
+        )
+
+    async def abandon_reembedding(payload: dict[str, Any], run: JobRun) -> None:
+        async with in_organization(payload) as request:
+            await (await request.get(ReembedKnowledgeBase)).give_up(reembed_command(payload, run))
+
+    async def keep_fallback_title(payload: dict[str, Any], run: JobRun) -> None:
+        log.warning(
+            "title.given_up",
+            org_id=payload.get("orgId"),
+            thread_id=payload.get("threadId"),
+            cut_short_runs=run.cut_short_runs,
+        )
 
     async def load_default_embedder() -> None:
         model = settings.default_embedding_model
@@ -99,39 +140,50 @@ def build_worker(
             )
         return len(rows) + len(runs)
 
+    # Above the use cases' own count of runs, which fails the file first.
+    file_backstop = max(max_cut_short_runs, ProcessingLimits().max_runs + 1)
     worker = PgQueuerWorker(
         database.url,
         {
-            PROCESS_FILE: handler(
-                ProcessFile,
-                lambda p, last: ProcessFileCommand(
-                    org_id=str(p["orgId"]),
-                    file_record_id=int(p["fileRecordId"]),
-                    last_attempt=last,
+            PROCESS_FILE: JobKind(
+                handler=handler(
+                    ProcessFile,
+                    lambda p, run: ProcessFileCommand(
+                        org_id=str(p["orgId"]),
+                        file_record_id=int(p["fileRecordId"]),
+                        last_attempt=run.last_attempt,
+                    ),
                 ),
+                max_cut_short_runs=file_backstop,
             ),
-            EMBED_FILE_PART: handler(
-                EmbedFilePart,
-                lambda p, last: EmbedFilePartCommand(
-                    org_id=str(p["orgId"]),
-                    file_record_id=int(p["fileRecordId"]),
-                    part_id=int(p["partId"]),
-                    last_attempt=last,
+            EMBED_FILE_PART: JobKind(
+                handler=handler(
+                    EmbedFilePart,
+                    lambda p, run: EmbedFilePartCommand(
+                        org_id=str(p["orgId"]),
+                        file_record_id=int(p["fileRecordId"]),
+                        part_id=int(p["partId"]),
+                        last_attempt=run.last_attempt,
+                    ),
                 ),
+                max_cut_short_runs=file_backstop,
             ),
-            REEMBED_KNOWLEDGE_BASE: handler(
-                ReembedKnowledgeBase,
-                lambda p, last: ReembedKnowledgeBaseCommand(
-                    org_id=str(p["orgId"]), kb_id=int(p["kbId"]), last_attempt=last
-                ),
+            REEMBED_KNOWLEDGE_BASE: JobKind(
+                handler=handler(ReembedKnowledgeBase, reembed_command),
+                give_up=abandon_reembedding,
+                max_cut_short_runs=max_cut_short_runs,
             ),
-            GENERATE_TITLE: handler(
-                GenerateConversationTitle,
-                lambda p, _last: GenerateConversationTitleCommand(
-                    org_id=str(p["orgId"]),
-                    thread_id=str(p["threadId"]),
-                    title_version=int(p["titleVersion"]),
+            GENERATE_TITLE: JobKind(
+                handler=handler(
+                    GenerateConversationTitle,
+                    lambda p, _run: GenerateConversationTitleCommand(
+                        org_id=str(p["orgId"]),
+                        thread_id=str(p["threadId"]),
+                        title_version=int(p["titleVersion"]),
+                    ),
                 ),
+                give_up=keep_fallback_title,
+                max_cut_short_runs=TITLE_MAX_CUT_SHORT_RUNS,
             ),
         },
         app_role=settings.database_app_role,
@@ -140,5 +192,6 @@ def build_worker(
         heartbeat_timeout=heartbeat_timeout or timedelta(seconds=settings.worker_heartbeat_timeout),
         reaper=reap,
         on_start=load_default_embedder if warm_up else None,
+        worker_id=worker_id,
     )
     return worker, container

@@ -14,7 +14,7 @@ from adapters.postgres.agents import PgAgentRepository
 from adapters.postgres.conversations import PgConversationRepository
 from adapters.postgres.database import org_connection
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
-from adapters.queue.worker import RetryPolicy
+from adapters.queue.worker import RetryPolicy, release_jobs
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.job_queue import generate_title_job
 from domain.agents import NewAgent
@@ -118,3 +118,45 @@ async def test_the_worker_names_a_conversation_and_records_usage(
             )
         ).all()
     assert [tuple(u) for u in usage] == [("title", "local:smollm2-135m", 30, 4)]
+
+
+async def test_a_title_job_that_was_cut_short_is_given_up(
+    settings, database, clean, app_pool, owner_engine
+):
+    """Its first run died with its worker (maybe killed by it): the next worker, handed the job
+    at once by `release_jobs`, does not ask the model again and the fallback title stays."""
+    model = ScriptedChatModel(text_script("Lisbon week for two"))
+    thread_id = await start_conversation(app_pool)
+    dead = uuid.uuid4()
+    async with app_pool.acquire() as connection:
+        job_id = await connection.fetchval(
+            "UPDATE pgqueuer SET status = 'picked', queue_manager_id = $1 RETURNING id", dead
+        )
+        await connection.execute(
+            "INSERT INTO pgqueuer_job_runs (job_id, started) VALUES ($1, 1)", job_id
+        )
+        assert await release_jobs(connection, dead) == 1
+    rescuer = uuid.uuid4()
+    worker, container = build_worker(
+        settings,
+        database,
+        ScriptedModels(ScriptedChatRegistry(model)),
+        concurrency=1,
+        worker_id=rescuer,
+    )
+    assert worker.worker_id == rescuer
+    task = asyncio.create_task(worker.run())
+    try:
+        for _ in range(200):  # 10 s, well within the 30 s heartbeat timeout
+            async with owner_engine.connect() as connection:
+                if not await connection.scalar(text("SELECT count(*) FROM pgqueuer_job_runs")):
+                    break
+            await asyncio.sleep(0.05)
+    finally:
+        worker.stop()
+        await asyncio.wait_for(task, 30)
+        await container.close()
+    assert model.requests == []
+    assert await title_of(owner_engine, thread_id) == ("Plan a week in Lisbon", "fallback")
+    async with owner_engine.connect() as connection:
+        assert not await connection.scalar(text("SELECT count(*) FROM pgqueuer"))

@@ -9,6 +9,7 @@ from application.ports.structured_extractor import StructuredExtractionFailed
 from application.use_cases.associate_file import AssociateFile
 from application.use_cases.process_file import ProcessFile, ProcessFileCommand, ProcessingLimits
 from application.use_cases.reembed_knowledge_base import (
+    INTERRUPTED,
     ReembedKnowledgeBase,
     ReembedKnowledgeBaseCommand,
 )
@@ -228,6 +229,27 @@ async def test_reembedding_swaps_models_and_keeps_the_old_index_on_failure(world
         "No such model.",
     )
     assert {model for _, model in chunks.stored} == {"openai:text-embedding-3-small"}
+
+
+async def test_giving_up_a_reembedding_abandons_it_as_a_failed_one(world, caller, chunks):
+    use_case, record = await setup(world, caller, chunks)
+    await run(use_case, record)
+    kb_id = record.knowledge_base_id
+    pending = {
+        "pending_embedding_model": "openai:text-embedding-3-small",
+        "pending_embedding_dimensions": 1536,
+    }
+    await world.kbs.update(caller.org_id, kb_id, pending)
+    uow = FakeUnitOfWork(world.files, world.kbs, chunks)
+    reembed = ReembedKnowledgeBase(world.kbs, world.files, chunks, FakeEmbedderRegistry(), uow)
+    await reembed.give_up(ReembedKnowledgeBaseCommand(org_id=caller.org_id, kb_id=kb_id))
+    kb = world.kbs.rows[kb_id]
+    assert (kb.embedding_model, kb.pending_embedding_model, kb.reindex_error) == (
+        "local:all-MiniLM-L6-v2",
+        None,
+        INTERRUPTED,
+    )
+    assert {model for _, model in chunks.stored} == {"local:all-MiniLM-L6-v2"}
 
 
 class RecordingChunks(FakeChunks):

@@ -9,6 +9,11 @@ from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.files import ProcessingStatus
 
+INTERRUPTED = (
+    "Re-embedding was interrupted too many times (the worker running it stopped); "
+    "choose the model again to retry."
+)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReembedKnowledgeBaseCommand:
@@ -28,7 +33,8 @@ class ReembedKnowledgeBase:
     are deleted. If the new model cannot embed, the change is abandoned: the old index stays,
     and the knowledge base shows status `error` with `reindex_error` until changed again.
     Unexpected errors are raised for the queue to retry; on the last attempt they abandon the
-    change the same way.
+    change the same way. `give_up` abandons it so too, for a job whose runs keep being cut
+    short.
     """
 
     def __init__(
@@ -96,6 +102,12 @@ class ReembedKnowledgeBase:
         await self._chunks.delete_for_knowledge_base(org_id, kb.id, except_model=model)
         await self._uow.commit()
         return True
+
+    async def give_up(self, command: ReembedKnowledgeBaseCommand) -> None:
+        """Abandon the pending model without trying it again, as a failed re-embedding is."""
+        kb = await self._kbs.get(command.org_id, command.kb_id)
+        if kb is not None and kb.pending_embedding_model:
+            await self._abandon(command.org_id, kb.id, kb.pending_embedding_model, INTERRUPTED)
 
     async def _abandon(self, org_id: str, kb_id: int, model: str, message: str) -> bool:
         await self._uow.rollback()
