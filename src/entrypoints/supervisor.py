@@ -1,0 +1,171 @@
+"""`serve`'s job worker as a supervised child process.
+
+On the embedded default, `serve` runs the job worker (`agent-platform worker`) as a child
+process, so that extraction, embedding and local models never share a process with request
+handling. The supervisor starts it, logs how it ended when it dies (exit code or signal),
+hands the jobs it held to the next worker at once (they count as cut short), and starts a new
+one after a pause that grows while the children keep dying quickly. A child whose resident
+memory passes twice the worker ceiling is killed (its jobs go back to the queue), so one
+runaway job cannot take the machine; one that ends itself with `RECYCLE_EXIT` (its memory
+stayed high with no job in hand) is replaced at once. `stop` sends SIGTERM (the child
+finishes the jobs in hand) and kills it after `stop_timeout`. The child watches its standard
+input: if this process dies, the pipe closes and the child stops too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import uuid
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+
+import structlog
+
+from adapters.supervision import Backoff, describe_exit
+
+log = structlog.get_logger("agent_platform.supervisor")
+
+MEMORY_POLL_SECONDS = 0.5
+RECYCLE_EXIT = 75
+"""A worker child's exit code when it ends itself to be replaced (its memory stayed high)."""
+HEALTHY_AFTER_SECONDS = 60.0
+
+ReleaseJobs = Callable[[uuid.UUID], Awaitable[int]]
+
+
+def resident_bytes(pid: int) -> int | None:
+    """A process's resident memory, from /proc (None where that is not available)."""
+    try:
+        fields = Path(f"/proc/{pid}/statm").read_text().split()
+    except OSError:
+        return None
+    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+class WorkerSupervisor:
+    """Keeps one `agent-platform worker` child running until `stop`."""
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        release_jobs: ReleaseJobs,
+        *,
+        memory_limit: int = 0,
+        stop_timeout: float = 30.0,
+        backoff: Backoff | None = None,
+    ) -> None:
+        self._env = dict(env)
+        self._release_jobs = release_jobs
+        self._memory_limit = memory_limit
+        self._stop_timeout = stop_timeout
+        self._backoff = backoff or Backoff(initial=1.0)
+        self._process: asyncio.subprocess.Process | None = None
+        self._stopping = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+        self.started = 0
+
+    @property
+    def pid(self) -> int | None:
+        process = self._process
+        return process.pid if process is not None and process.returncode is None else None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._supervise(), name="worker-supervisor")
+
+    async def _supervise(self) -> None:
+        loop = asyncio.get_running_loop()
+        while not self._stopping.is_set():
+            worker_id = uuid.uuid4()
+            started_at = loop.time()
+            try:
+                returncode = await self._run_child(worker_id)
+            except Exception:
+                log.exception("worker.child_failed_to_start")
+                returncode = None
+            if self._stopping.is_set():
+                break
+            if returncode == RECYCLE_EXIT:
+                log.info("worker.child_recycled", worker_id=str(worker_id))
+                continue
+            log.error(
+                "worker.child_exited",
+                worker_id=str(worker_id),
+                exit=describe_exit(returncode),
+            )
+            try:
+                released = await self._release_jobs(worker_id)
+            except Exception:
+                log.exception("worker.release_failed", worker_id=str(worker_id))
+            else:
+                if released:
+                    log.warning("worker.jobs_released", worker_id=str(worker_id), count=released)
+            if loop.time() - started_at > HEALTHY_AFTER_SECONDS:
+                self._backoff.reset()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._backoff.next()):
+                    await self._stopping.wait()
+
+    async def _run_child(self, worker_id: uuid.UUID) -> int:
+        env = {**self._env, "AP_WORKER_ID": str(worker_id), "AP_WORKER_SUPERVISED": "1"}
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-m",
+            "entrypoints.cli",
+            "worker",
+            stdin=asyncio.subprocess.PIPE,
+            env=env,
+            # Its own process group: Ctrl-C in a terminal reaches the server, which stops it.
+            start_new_session=True,
+        )
+        self._process = process
+        self.started += 1
+        log.info("worker.child_started", pid=process.pid, worker_id=str(worker_id))
+        watching = asyncio.create_task(self._watch_memory(process))
+        try:
+            return await process.wait()
+        finally:
+            watching.cancel()
+
+    async def _watch_memory(self, process: asyncio.subprocess.Process) -> None:
+        if self._memory_limit <= 0:
+            return
+        hard_limit = 2 * self._memory_limit
+        while process.returncode is None:
+            resident = resident_bytes(process.pid)
+            if resident is not None and resident > hard_limit:
+                log.error(
+                    "worker.memory_exceeded",
+                    pid=process.pid,
+                    resident_mb=resident // 2**20,
+                    limit_mb=hard_limit // 2**20,
+                )
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                return
+            await asyncio.sleep(MEMORY_POLL_SECONDS)
+
+    async def stop(self) -> None:
+        """SIGTERM the child (it finishes its jobs in hand), SIGKILL it after the timeout."""
+        self._stopping.set()
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(self._stop_timeout):
+                    await process.wait()
+            except TimeoutError:
+                log.error("worker.child_killed_at_stop", pid=process.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+            log.info(
+                "worker.child_stopped", pid=process.pid, exit=describe_exit(process.returncode)
+            )
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
