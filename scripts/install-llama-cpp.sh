@@ -10,7 +10,8 @@
 # lands in a wheelhouse whose directory name is a hash of version, flags, Python and platform.
 #
 # usage: scripts/install-llama-cpp.sh VENV_PYTHON [VARIANT]
-#   VARIANT: portable (default) or native (only for bench/chat_local_tokens.py's comparison)
+#   VARIANT: portable (default), or native: built into the wheelhouse and printed, never
+#   installed (bench/chat_local_tokens.py compares the two on one machine)
 set -euo pipefail
 
 PYTHON=${1:?usage: install-llama-cpp.sh VENV_PYTHON [portable|native]}
@@ -58,6 +59,11 @@ if ! ls "$DIR"/llama_cpp_python-"$VERSION"-*.whl >/dev/null 2>&1; then
   rm -rf "$DIR"
   mv "$TMP" "$DIR"
   trap - EXIT
+fi
+
+if [ "$VARIANT" = native ]; then
+  ls "$DIR"/llama_cpp_python-"$VERSION"-*.whl
+  exit 0
 fi
 
 "$PYTHON" -m pip install --quiet --force-reinstall --no-deps --no-index --find-links "$DIR" \
