@@ -35,9 +35,11 @@ def tmp_root() -> Iterator[Path]:
 
 
 @pytest.fixture(scope="session")
-def embedded(tmp_root: Path) -> Database:
+def embedded(tmp_root: Path) -> Iterator[Database]:
     server, url = start_embedded_postgres(tmp_root / "pg", database="ap_test")
-    return Database(url, server)
+    yield Database(url, server)
+    # Stopped here, while its data dir still exists: the exit hook would find it gone.
+    server.cleanup()
 
 
 @pytest.fixture(scope="session")

@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from adapters.supervision import describe_exit
+from adapters.supervision import describe_exit, resident_bytes
 from application.ports.text_extractor import ExtractorCrashed, TextExtractor
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 
@@ -47,14 +47,6 @@ def needs_more_memory(limit: int) -> str:
 
 def too_slow(seconds: float) -> str:
     return f"This file took longer than {round(seconds)} seconds to extract."
-
-
-def _resident(pid: int) -> int | None:
-    try:
-        with open(f"/proc/{pid}/statm") as statm:
-            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def _write_frame(stream: IO[bytes], payload: object) -> None:
@@ -168,7 +160,7 @@ class SandboxedTextExtractor:
 
     def _give_back(self, child: _Child) -> None:
         child.files += 1
-        resident = _resident(child.process.pid) or 0
+        resident = resident_bytes(child.process.pid) or 0
         if (
             child.files >= self._max_files
             or (self._memory_limit and resident > self._memory_limit // 2)
@@ -196,7 +188,7 @@ class SandboxedTextExtractor:
                 break
             if process.poll() is not None:
                 raise self._crashed(child)
-            resident = _resident(process.pid)
+            resident = resident_bytes(process.pid)
             if self._memory_limit and resident is not None and resident > self._memory_limit:
                 self._log("extraction.memory_exceeded", resident=resident)
                 child.kill()

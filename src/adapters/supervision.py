@@ -3,6 +3,7 @@ share: the pause before a restart, and how an exit is told in the logs."""
 
 from __future__ import annotations
 
+import os
 import signal
 
 
@@ -35,3 +36,12 @@ def describe_exit(returncode: int | None) -> str:
         except ValueError:
             return f"signal {-returncode}"
     return f"exit code {returncode}"
+
+
+def resident_bytes(pid: int) -> int | None:
+    """A process's resident memory, from /proc (None where that is not available)."""
+    try:
+        with open(f"/proc/{pid}/statm") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -29,6 +29,7 @@ from dishka import AsyncContainer, Provider, Scope, from_context
 from adapters.postgres.database import asyncpg_dsn
 from adapters.postgres.migrations import migrate
 from adapters.queue.worker import release_jobs
+from adapters.supervision import resident_bytes
 from application.ports.object_storage import ObjectStorage
 from application.use_cases.associate_file import AssociateFile, AssociateFileCommand
 from application.use_cases.create_knowledge_base import (
@@ -46,7 +47,7 @@ from entrypoints.config import ConfigError, Settings
 from entrypoints.container import dev_identity_provider, make_container
 from entrypoints.database import Database, resolve_database
 from entrypoints.logging import configure_logging
-from entrypoints.supervisor import RECYCLE_EXIT, WorkerSupervisor, resident_bytes
+from entrypoints.supervisor import RECYCLE_EXIT, WorkerSupervisor
 from entrypoints.worker import build_worker
 
 PARENT_GONE_GRACE = 30.0

@@ -16,16 +16,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import signal
 import sys
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 
 import structlog
 
-from adapters.supervision import Backoff, describe_exit
+from adapters.supervision import Backoff, describe_exit, resident_bytes
 
 log = structlog.get_logger("agent_platform.supervisor")
 
@@ -35,15 +33,6 @@ RECYCLE_EXIT = 75
 HEALTHY_AFTER_SECONDS = 60.0
 
 ReleaseJobs = Callable[[uuid.UUID], Awaitable[int]]
-
-
-def resident_bytes(pid: int) -> int | None:
-    """A process's resident memory, from /proc (None where that is not available)."""
-    try:
-        fields = Path(f"/proc/{pid}/statm").read_text().split()
-    except OSError:
-        return None
-    return int(fields[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
 class WorkerSupervisor:
