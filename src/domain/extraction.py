@@ -15,11 +15,44 @@ class ExtractionFailed(Exception):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtractionLimits:
-    """Bounds on what one file may cost to extract; exceeding one fails the file, not the worker."""
+    """Bounds on what one file may cost to extract; exceeding one fails the file, not the worker.
+
+    Every bound on what a file grows to is checked before the parser that would grow it runs,
+    by inflating with a cap what the parser would inflate whole; sizes a file declares are
+    never trusted alone.
+
+    - `max_pages`: pages of a PDF.
+    - `max_text_chars`: characters of the extracted text, all pages together.
+    - `max_decompressed_bytes`: the whole document decompressed: a DOCX's zip members
+      together; for a PDF, the streams PDFium inflates to open it, its streams once each, and
+      its pages' content as PDFium parses it (each of the three against this limit).
+    - `max_stream_bytes`: one part decompressed: a DOCX zip member, or a PDF stream that PDFium
+      reads whole (cross-reference and object streams, metadata, fonts, colour profiles), but
+      not an image's pixels, which PDFium decodes line by line as it renders.
+    - `max_page_content_bytes`: one PDF page's content as PDFium parses it when the page loads
+      and renders: its content streams together, each form counted as often as it is drawn,
+      and its annotations' appearances; also one form, glyph or pattern on its own. PDFium
+      keeps 25-30 times this in memory while the page is open.
+    - `max_page_text_chars`: characters one PDF page may show, counted as the bytes of the
+      strings in its content (one or two a character) before PDFium builds its text layer,
+      which takes about 200 bytes a character.
+    - `max_archive_entries`: members of a DOCX zip (loading the zip directory costs memory for
+      each).
+    - `max_markup_elements`: XML elements of a DOCX's parts, or tags of an HTML page;
+      converting one costs about 100 µs of CPU and 1-2 KiB of memory.
+    - `max_image_pixels`: an uploaded image, and the PNG rendering of one PDF page (scaled
+      down to fit).
+    - `page_image_dpi`: the resolution PDF pages are rendered at.
+    """
 
     max_pages: int = 1000
     max_text_chars: int = 20_000_000
     max_decompressed_bytes: int = 200 * 1024 * 1024
+    max_stream_bytes: int = 64 * 1024 * 1024
+    max_page_content_bytes: int = 32 * 1024 * 1024
+    max_page_text_chars: int = 1_000_000
+    max_archive_entries: int = 10_000
+    max_markup_elements: int = 500_000
     max_image_pixels: int = 40_000_000
     page_image_dpi: int = 100
 

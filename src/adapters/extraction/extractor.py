@@ -122,7 +122,9 @@ class FileTextExtractor:
         """The document as Markdown with its pages and images, or `ExtractionFailed`."""
         if not data:
             raise ExtractionFailed("The file is empty.")
-        file_format = detect_format(data, content_type, file_name)
+        file_format = detect_format(
+            data, content_type, file_name, max_archive_entries=limits.max_archive_entries
+        )
         if file_format is None:
             raise ExtractionFailed(f"Unsupported file type: {_describe(content_type, file_name)}.")
         try:
@@ -153,13 +155,13 @@ def _read(
         case FileFormat.DOCX:
             markdown = docx_to_markdown(data, limits)
         case FileFormat.HTML:
-            markdown = html_bytes_to_markdown(data, content_type)
+            markdown = html_bytes_to_markdown(data, content_type, limits.max_markup_elements)
             if not markdown:
                 raise ExtractionFailed("The HTML page contains no text.")
         case FileFormat.CSV:
             markdown = csv_to_markdown(data, content_type, limits.max_text_chars)
         case FileFormat.JSON:
-            markdown = json_to_markdown(data, content_type)
+            markdown = json_to_markdown(data, content_type, limits.max_text_chars)
         case FileFormat.MARKDOWN | FileFormat.TEXT:
             markdown = text_to_markdown(data, content_type)
     markdown = _storable(markdown)
@@ -172,12 +174,21 @@ def _storable(text: str) -> str:
     return text.replace("\x00", "").encode("utf-8", errors="replace").decode("utf-8")
 
 
-def detect_format(data: bytes, content_type: str, file_name: str) -> FileFormat | None:
-    """The reader for a file: by content type, else by extension, else by its first bytes."""
+def detect_format(
+    data: bytes,
+    content_type: str,
+    file_name: str,
+    *,
+    max_archive_entries: int = ExtractionLimits().max_archive_entries,
+) -> FileFormat | None:
+    """The reader for a file: by content type, else by extension, else by its first bytes.
+
+    A zip is only looked into if it has at most `max_archive_entries` entries.
+    """
     media_type = content_type.split(";", 1)[0].strip().lower()
     by_extension = _EXTENSIONS.get(PurePath(file_name).suffix.lower())
     if media_type in _UNTYPED:
-        return by_extension or _sniff(data)
+        return by_extension or _sniff(data, max_archive_entries)
     if by_extension in _REFINABLE.get(media_type, frozenset()):
         return by_extension
     if media_type in _CONTENT_TYPES:
@@ -191,14 +202,14 @@ def detect_format(data: bytes, content_type: str, file_name: str) -> FileFormat 
     return None
 
 
-def _sniff(data: bytes) -> FileFormat | None:
+def _sniff(data: bytes, max_archive_entries: int) -> FileFormat | None:
     head = data[:_SNIFF_BYTES]
     if b"%PDF-" in head[:1024]:
         return FileFormat.PDF
     if image_kind(head) is not None:
         return FileFormat.IMAGE
     if head.startswith(b"PK\x03\x04"):
-        return FileFormat.DOCX if is_docx_zip(data) else None
+        return FileFormat.DOCX if is_docx_zip(data, max_archive_entries) else None
     if head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
         return FileFormat.TEXT
     if b"\x00" in head:

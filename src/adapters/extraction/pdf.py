@@ -10,6 +10,9 @@ import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
 from PIL import Image, ImageChops
 
+from adapters.extraction.bounds import release_freed_memory
+from adapters.extraction.pdf_budget import check_pdf_budget
+from adapters.extraction.pdf_opening import check_before_opening
 from adapters.extraction.text import normalize_newlines, text_too_large
 from domain.extraction import (
     ExtractedDocument,
@@ -34,7 +37,13 @@ def page_marker(number: int) -> str:
 
 
 def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
-    """Each page's text and PNG rendering; a page without text (a scan) is not an error."""
+    """Each page's text and PNG rendering; a page without text (a scan) is not an error.
+
+    What PDFium inflates to open the file (`check_before_opening`) and what its pages grow to
+    (`check_pdf_budget`) are measured first, so a stream or page that would take gigabytes
+    fails the file before PDFium allocates them.
+    """
+    check_before_opening(data, limits)
     with _PDFIUM_LOCK:
         try:
             pdf = pdfium.PdfDocument(data)
@@ -44,6 +53,7 @@ def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
             return _read(pdf, limits)
         finally:
             pdf.close()
+            release_freed_memory()
 
 
 def _open_failure(err_code: int | None) -> str:
@@ -62,6 +72,7 @@ def _read(pdf: pdfium.PdfDocument, limits: ExtractionLimits) -> ExtractedDocumen
         raise ExtractionFailed(
             f"The PDF has {count:,} pages, more than the limit of {limits.max_pages:,}."
         )
+    check_pdf_budget(pdf, limits)
     pages: list[ExtractedPage] = []
     images: list[ExtractedImage] = []
     sections: list[str] = []

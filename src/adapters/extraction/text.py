@@ -93,12 +93,20 @@ def normalize_newlines(text: str) -> str:
     return text.replace("\r\n", "\n").replace("\r", "\n")
 
 
-def json_to_markdown(data: bytes, content_type: str) -> str:
-    """The JSON document pretty-printed inside a fenced ```json block."""
+def json_to_markdown(data: bytes, content_type: str, max_chars: int) -> str:
+    """The JSON document pretty-printed inside a fenced ```json block; fails past `max_chars`.
+
+    Indenting repeats each level's indentation on every line below it, so a few kilobytes of
+    deeply nested arrays print as gigabytes: the printed text is counted as it is produced.
+    Parsing is not started at all when the commas and brackets alone, each printed at least
+    once, already pass the limit.
+    """
     text = decode_text(data, charset_parameter(content_type))
+    if text.count(",") + text.count("[") + text.count("{") > max_chars:
+        raise ExtractionFailed(text_too_large(max_chars))
     try:
         value = json.loads(text)
-        pretty = json.dumps(value, indent=2, ensure_ascii=False)
+        pretty = _bounded_json(value, max_chars)
     except json.JSONDecodeError as error:
         raise ExtractionFailed(
             f"The file is not valid JSON: {error.msg} at line {error.lineno}, column {error.colno}."
@@ -110,6 +118,17 @@ def json_to_markdown(data: bytes, content_type: str) -> str:
     return fenced(pretty, "json")
 
 
+def _bounded_json(value: object, max_chars: int) -> str:
+    parts: list[str] = []
+    size = 0
+    for part in json.JSONEncoder(indent=2, ensure_ascii=False).iterencode(value):
+        size += len(part)
+        if size > max_chars:
+            raise ExtractionFailed(text_too_large(max_chars))
+        parts.append(part)
+    return "".join(parts)
+
+
 def fenced(text: str, language: str) -> str:
     """`text` in a code fence longer than any run of backticks inside it."""
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
@@ -118,19 +137,30 @@ def fenced(text: str, language: str) -> str:
 
 
 def csv_to_markdown(data: bytes, content_type: str, max_chars: int) -> str:
-    """The CSV as one Markdown table, its first row the header; fails past `max_chars`."""
+    """The CSV as one Markdown table, its first row the header; fails past `max_chars`.
+
+    The rows are read twice, the first time only to learn the table's width (and to fail
+    early when the cells alone would print past `max_chars`), so that no list of every cell
+    of a large file is ever held.
+    """
     text = decode_text(data, charset_parameter(content_type))
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=_sniff_delimiter(text))
-    try:
-        rows = [row for row in reader if any(cell.strip() for cell in row)]
-    except csv.Error as error:
-        raise ExtractionFailed(f"The CSV file cannot be parsed: {error}.") from None
-    if not rows:
+    delimiter = _sniff_delimiter(text)
+    # A delimiter prints as a cell boundary or as itself (unless its row is blank), so a file
+    # with more than the limit is refused before a row of millions of cells is built.
+    if text.count(delimiter) > max_chars:
+        raise ExtractionFailed(text_too_large(max_chars))
+    width = 0
+    printed = 0
+    for row in _csv_rows(text, delimiter):
+        width = max(width, len(row))
+        printed += 3 * len(row) + 1  # a row prints at least "| " and " |" or " | " per cell
+        if printed > max_chars:
+            raise ExtractionFailed(text_too_large(max_chars))
+    if not width:
         raise ExtractionFailed("The file is empty: the CSV has no rows.")
-    width = max(len(row) for row in rows)
     lines: list[str] = []
     size = 0
-    for line in _table_lines(rows, width):
+    for line in _table_lines(_csv_rows(text, delimiter), width):
         size += len(line) + 1
         if size > max_chars:
             raise ExtractionFailed(text_too_large(max_chars))
@@ -138,11 +168,22 @@ def csv_to_markdown(data: bytes, content_type: str, max_chars: int) -> str:
     return "\n".join(lines)
 
 
-def _table_lines(rows: list[list[str]], width: int) -> Iterator[str]:
-    header, *body = rows
+def _csv_rows(text: str, delimiter: str) -> Iterator[list[str]]:
+    """The rows that hold anything but whitespace."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        for row in reader:
+            if any(cell.strip() for cell in row):
+                yield row
+    except csv.Error as error:
+        raise ExtractionFailed(f"The CSV file cannot be parsed: {error}.") from None
+
+
+def _table_lines(rows: Iterator[list[str]], width: int) -> Iterator[str]:
+    header = next(rows)
     yield _table_row(header, width)
     yield "|" + " --- |" * width
-    for row in body:
+    for row in rows:
         yield _table_row(row, width)
 
 
