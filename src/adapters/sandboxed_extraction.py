@@ -36,6 +36,8 @@ from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLim
 DEFAULT_TARGET = "adapters.extraction.extractor:FileTextExtractor"
 HEADER = struct.Struct(">Q")
 POLL_SECONDS = 0.1
+# A reply is a document and its page images; nothing legitimate comes near this.
+MAX_FRAME = 4 * 2**30
 
 
 def needs_more_memory(limit: int) -> str:
@@ -70,7 +72,10 @@ def _read_frame(stream: IO[bytes]) -> Any:
     header = _read_exactly(stream, HEADER.size)
     if header is None:
         return None
-    body = _read_exactly(stream, HEADER.unpack(header)[0])
+    (size,) = HEADER.unpack(header)
+    if size > MAX_FRAME:
+        return None
+    body = _read_exactly(stream, size)
     # Trusted: the frame comes from this module's own child.
     return None if body is None else pickle.loads(body)  # noqa: S301
 
@@ -123,6 +128,7 @@ class SandboxedTextExtractor:
         self._max_files = max_files
         self._target = target
         self._idle: list[_Child] = []
+        self._busy: set[_Child] = set()
         self._lock = threading.Lock()
         self._log = on_event or (lambda *_args, **_kwargs: None)
 
@@ -133,6 +139,8 @@ class SandboxedTextExtractor:
         try:
             kind, value = self._run(child, (data, content_type, file_name, limits))
         except BaseException:
+            with self._lock:
+                self._busy.discard(child)
             child.kill()
             raise
         self._give_back(child)
@@ -144,21 +152,30 @@ class SandboxedTextExtractor:
         raise RuntimeError(f"the extractor raised {value}")
 
     def close(self) -> None:
-        """End the idle children (those at work end when their file does)."""
+        """End the children: the idle ones, and those at work (their files fail)."""
         with self._lock:
             idle, self._idle = self._idle, []
+            busy = list(self._busy)
         for child in idle:
             child.close()
+        for child in busy:
+            child.kill()
 
     def _take(self) -> _Child:
         with self._lock:
             while self._idle:
                 child = self._idle.pop()
                 if child.alive:
+                    self._busy.add(child)
                     return child
-        return _Child(self._target)
+        child = _Child(self._target)
+        with self._lock:
+            self._busy.add(child)
+        return child
 
     def _give_back(self, child: _Child) -> None:
+        with self._lock:
+            self._busy.discard(child)
         child.files += 1
         resident = resident_bytes(child.process.pid) or 0
         if (
@@ -182,9 +199,10 @@ class SandboxedTextExtractor:
         except (BrokenPipeError, OSError):
             raise self._crashed(child) from None
         deadline = time.monotonic() + self._timeout
+        poller = select.poll()
+        poller.register(process.stdout, select.POLLIN | select.POLLHUP)
         while True:
-            readable, _, _ = select.select([process.stdout], [], [], POLL_SECONDS)
-            if readable:
+            if poller.poll(POLL_SECONDS * 1000):
                 break
             if process.poll() is not None:
                 raise self._crashed(child)
@@ -210,16 +228,35 @@ class SandboxedTextExtractor:
         return ExtractorCrashed(f"The text extractor crashed on this file ({how}).")
 
 
+def _die_with_parent() -> None:
+    """Have the kernel kill this process when its parent (the worker) dies, even while a
+    parser runs: a child only reads its input between files."""
+    parent = os.getppid()
+    if sys.platform == "linux":
+        import ctypes
+        import signal
+
+        pr_set_pdeathsig = 1
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(0)
+
+
 def _child_main(target: str) -> int:
     import faulthandler
 
+    _die_with_parent()
     faulthandler.enable()
+    # The frames keep the original standard input and output; whatever a parser (native code
+    # included) prints goes to standard error instead of into a frame.
+    stdin = os.fdopen(os.dup(0), "rb")
+    stdout = os.fdopen(os.dup(1), "wb")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
     module_name, _, attribute = target.partition(":")
     factory = getattr(importlib.import_module(module_name), attribute)
     extractor: TextExtractor = factory()
-    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
-    # Whatever a parser prints goes to standard error, not into a frame.
-    sys.stdout = sys.stderr
     while True:
         request = _read_frame(stdin)
         if request is None:

@@ -19,7 +19,7 @@ import contextlib
 import signal
 import sys
 import uuid
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import structlog
 
@@ -33,6 +33,7 @@ RECYCLE_EXIT = 75
 HEALTHY_AFTER_SECONDS = 60.0
 
 ReleaseJobs = Callable[[uuid.UUID], Awaitable[int]]
+WORKER_COMMAND = (sys.executable, "-m", "entrypoints.cli", "worker")
 
 
 class WorkerSupervisor:
@@ -46,7 +47,9 @@ class WorkerSupervisor:
         memory_limit: int = 0,
         stop_timeout: float = 30.0,
         backoff: Backoff | None = None,
+        command: Sequence[str] = WORKER_COMMAND,
     ) -> None:
+        self._command = list(command)
         self._env = dict(env)
         self._release_jobs = release_jobs
         self._memory_limit = memory_limit
@@ -77,23 +80,26 @@ class WorkerSupervisor:
                 returncode = None
             if self._stopping.is_set():
                 break
-            if returncode == RECYCLE_EXIT:
-                log.info("worker.child_recycled", worker_id=str(worker_id))
-                continue
-            log.error(
-                "worker.child_exited",
-                worker_id=str(worker_id),
-                exit=describe_exit(returncode),
-            )
-            try:
-                released = await self._release_jobs(worker_id)
-            except Exception:
-                log.exception("worker.release_failed", worker_id=str(worker_id))
-            else:
-                if released:
-                    log.warning("worker.jobs_released", worker_id=str(worker_id), count=released)
             if loop.time() - started_at > HEALTHY_AFTER_SECONDS:
                 self._backoff.reset()
+            if returncode == RECYCLE_EXIT:
+                # It held no job; a worker that swells again at once still waits its turn.
+                log.info("worker.child_recycled", worker_id=str(worker_id))
+            else:
+                log.error(
+                    "worker.child_exited",
+                    worker_id=str(worker_id),
+                    exit=describe_exit(returncode),
+                )
+                try:
+                    released = await self._release_jobs(worker_id)
+                except Exception:
+                    log.exception("worker.release_failed", worker_id=str(worker_id))
+                else:
+                    if released:
+                        log.warning(
+                            "worker.jobs_released", worker_id=str(worker_id), count=released
+                        )
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(self._backoff.next()):
                     await self._stopping.wait()
@@ -101,10 +107,7 @@ class WorkerSupervisor:
     async def _run_child(self, worker_id: uuid.UUID) -> int:
         env = {**self._env, "AP_WORKER_ID": str(worker_id), "AP_WORKER_SUPERVISED": "1"}
         process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-m",
-            "entrypoints.cli",
-            "worker",
+            *self._command,
             stdin=asyncio.subprocess.PIPE,
             env=env,
             # Its own process group: Ctrl-C in a terminal reaches the server, which stops it.
@@ -114,10 +117,30 @@ class WorkerSupervisor:
         self.started += 1
         log.info("worker.child_started", pid=process.pid, worker_id=str(worker_id))
         watching = asyncio.create_task(self._watch_memory(process))
+        exited = asyncio.create_task(process.wait())
+        stopping = asyncio.create_task(self._stopping.wait())
         try:
-            return await process.wait()
+            await asyncio.wait({exited, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            if not exited.done():
+                await self._terminate(process)
+            return await exited
         finally:
             watching.cancel()
+            stopping.cancel()
+
+    async def _terminate(self, process: asyncio.subprocess.Process) -> None:
+        """SIGTERM (it finishes the jobs in hand), SIGKILL after `stop_timeout`."""
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGTERM)
+        try:
+            async with asyncio.timeout(self._stop_timeout):
+                await process.wait()
+        except TimeoutError:
+            log.error("worker.child_killed_at_stop", pid=process.pid)
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+        log.info("worker.child_stopped", pid=process.pid, exit=describe_exit(process.returncode))
 
     async def _watch_memory(self, process: asyncio.subprocess.Process) -> None:
         if self._memory_limit <= 0:
@@ -138,23 +161,9 @@ class WorkerSupervisor:
             await asyncio.sleep(MEMORY_POLL_SECONDS)
 
     async def stop(self) -> None:
-        """SIGTERM the child (it finishes its jobs in hand), SIGKILL it after the timeout."""
+        """SIGTERM the child (it finishes its jobs in hand), SIGKILL it after the timeout; no
+        child is started after this."""
         self._stopping.set()
-        process = self._process
-        if process is not None and process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.send_signal(signal.SIGTERM)
-            try:
-                async with asyncio.timeout(self._stop_timeout):
-                    await process.wait()
-            except TimeoutError:
-                log.error("worker.child_killed_at_stop", pid=process.pid)
-                with contextlib.suppress(ProcessLookupError):
-                    process.kill()
-                await process.wait()
-            log.info(
-                "worker.child_stopped", pid=process.pid, exit=describe_exit(process.returncode)
-            )
         if self._task is not None:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._task

@@ -3,8 +3,12 @@ swells or hangs there costs that child and that file only."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import time
 
+import psutil
 import pytest
 
 from adapters.sandboxed_extraction import SandboxedTextExtractor
@@ -89,3 +93,34 @@ def test_a_child_is_replaced_after_its_quota_of_files():
         assert sandbox._idle and sandbox._idle[0] is not first
     finally:
         sandbox.close()
+
+
+def test_a_child_at_work_dies_with_the_worker_that_started_it(tmp_path):
+    script = tmp_path / "worker.py"
+    script.write_text(
+        "import threading, time\n"
+        "from adapters.sandboxed_extraction import SandboxedTextExtractor\n"
+        "from domain.extraction import ExtractionLimits\n"
+        f"sandbox = SandboxedTextExtractor(memory_limit=2**29, target={FAULTY!r})\n"
+        "threading.Thread(target=sandbox.extract, args=(b'x',), kwargs=dict(\n"
+        "    content_type='text/markdown', file_name='hang.md', limits=ExtractionLimits()),\n"
+        "    daemon=True).start()\n"
+        "time.sleep(120)\n"
+    )
+    worker = subprocess.Popen(
+        [sys.executable, str(script)], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not (children := psutil.Process(worker.pid).children()):
+            assert time.monotonic() < deadline
+            time.sleep(0.1)
+        (child,) = children
+        time.sleep(1)  # the child is past its start, in the hanging parser
+        worker.kill()
+        worker.wait(10)
+        child.wait(10)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+    assert not child.is_running()

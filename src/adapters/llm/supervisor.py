@@ -86,6 +86,7 @@ class LocalModelRunner:
         self._active: _Call | None = None
         self._supervising: asyncio.Task[None] | None = None
         self._closing = False
+        self._closed = asyncio.Event()
         self.starts = 0
 
     @property
@@ -174,18 +175,28 @@ class LocalModelRunner:
 
     async def _drain(self, call: _Call) -> None:
         try:
-            async with asyncio.timeout(self._settings.stall_timeout):
-                while True:
-                    event = await call.events.get()
-                    if event is None or isinstance(event, Done | Failed):
-                        break
+            try:
+                async with asyncio.timeout(self._settings.stall_timeout):
+                    await self._until_ended(call)
+            except TimeoutError:
+                log.error("local_model.stalled_on_cancel")
+                self._kill()
+                # Its death is seen (and the next runner awaited) before the turn passes on.
+                async with asyncio.timeout(self._settings.stop_timeout * 2):
+                    await self._until_ended(call)
         except TimeoutError:
-            log.error("local_model.stalled_on_cancel")
-            self._kill()
+            log.error("local_model.unreaped")
         finally:
             if self._active is call:
                 self._active = None
             self._turn.release()
+
+    @staticmethod
+    async def _until_ended(call: _Call) -> None:
+        while True:
+            event = await call.events.get()
+            if event is None or isinstance(event, Done | Failed):
+                return
 
     def _send(self, message: Generate | Cancel) -> None:
         process = self._process
@@ -211,13 +222,33 @@ class LocalModelRunner:
                 await self._run_once()
             except Exception:
                 log.exception("local_model.supervisor_failed")
+                self._gone()
             if self._closing:
                 break
             if loop.time() - started_at > 60:
                 backoff.reset()
             delay = backoff.next()
             log.info("local_model.restarting", in_seconds=delay)
-            await asyncio.sleep(delay)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._closed.wait()
+        self._gone()
+
+    def _gone(self) -> None:
+        """The runner is gone: the call in progress learns it at once, and later calls wait
+        for the next runner (or fail, once closing)."""
+        call, self._active = self._active, None
+        if call is not None:
+            call.events.put_nowait(None)
+        ready = self._ready
+        if ready is None:
+            return
+        if self._closing:
+            if not ready.done():
+                ready.set_exception(RunnerFailure(NOT_STARTED))
+                ready.exception()  # retrieved: a start nobody waited for is only logged
+        elif ready.done():
+            self._ready = loop_future()
 
     async def _run_once(self) -> None:
         settings = self._settings
@@ -240,20 +271,16 @@ class LocalModelRunner:
         self._process = process
         self.starts += 1
         assert process.stdout is not None
+        ready = self._ready
         try:
             await self._read(process.stdout)
         finally:
-            returncode = await process.wait()
-            call, self._active = self._active, None
-            if call is not None:
-                call.events.put_nowait(None)
-            ready = self._ready
-            if ready is not None and ready.done() and not self._closing:
-                self._ready = loop_future()
-            elif ready is not None and not ready.done():
+            if ready is not None and not ready.done():
+                # It died before it was ready: those waiting for it hear so.
                 ready.set_exception(RunnerFailure(NOT_STARTED))
                 ready.exception()  # retrieved: a start nobody waited for is only logged
-                self._ready = loop_future()
+            self._gone()
+            returncode = await process.wait()
             event = "local_model.stopped" if self._closing else "local_model.exited"
             (log.info if self._closing else log.error)(
                 event, pid=process.pid, exit=describe_exit(returncode)
@@ -283,8 +310,10 @@ class LocalModelRunner:
                 call.events.put_nowait(message)
 
     async def aclose(self) -> None:
-        """Stop the runner: close its input (it exits at once), kill it if it lingers."""
+        """Stop the runner: close its input (it exits at once), kill it if it lingers; the
+        call in progress and those waiting fail with `STOPPED`."""
         self._closing = True
+        self._closed.set()
         process = self._process
         if process is not None and process.returncode is None:
             if process.stdin is not None:
@@ -296,9 +325,12 @@ class LocalModelRunner:
                 with contextlib.suppress(ProcessLookupError):
                     os.killpg(process.pid, signal.SIGKILL)
         if self._supervising is not None:
-            self._supervising.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._supervising
+            try:
+                async with asyncio.timeout(self._settings.stop_timeout):
+                    await self._supervising
+            except TimeoutError:
+                self._supervising.cancel()
+        self._gone()
 
 
 def loop_future() -> asyncio.Future[Ready]:
