@@ -20,7 +20,6 @@ from fpdf.enums import EncryptionMethod
 import adapters.extraction.pdf as pdf_module
 import adapters.extraction.word as word_module
 from adapters.extraction import FileTextExtractor
-from adapters.extraction.stream_filters import decode
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 from tests.integration import extraction_samples as samples
 
@@ -259,20 +258,6 @@ def test_every_filter_pdfium_inflates_with_is_measured(filters, encode):
 
     assert extract(small).pages[0].text == "Still readable"
     assert failure(large, limits=SMALL).startswith("Page 1 of this PDF is too large")
-
-
-def test_the_stream_decoders_give_what_was_encoded():
-    data = bytes(range(256)) * 300 + b"z" * 5000 + bytes(2000)
-
-    for filters, encoded in [
-        ([b"FlateDecode"], zlib.compress(data)),
-        ([b"ASCII85Decode"], base64.a85encode(data) + b"~>"),
-        ([b"ASCIIHexDecode"], binascii.hexlify(data) + b">"),
-        ([b"LZWDecode"], samples.lzw(data)),
-        ([b"RunLengthDecode"], samples.run_length(data)),
-        ([b"A85", b"Fl"], base64.a85encode(zlib.compress(data)) + b"~>"),
-    ]:
-        assert b"".join(decode(encoded, filters, [])) == data, filters
 
 
 def test_pdfs_with_object_streams_are_read_and_measured():

@@ -12,7 +12,7 @@ from PIL import Image, ImageChops
 
 from adapters.extraction.bounds import release_freed_memory
 from adapters.extraction.pdf_budget import check_pdf_budget
-from adapters.extraction.pdf_opening import check_before_opening
+from adapters.extraction.pdf_opening import capped, failure, open_measured
 from adapters.extraction.text import normalize_newlines, text_too_large
 from domain.extraction import (
     ExtractedDocument,
@@ -39,11 +39,11 @@ def page_marker(number: int) -> str:
 def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
     """Each page's text and PNG rendering; a page without text (a scan) is not an error.
 
-    What PDFium inflates to open the file (`check_before_opening`) and what its pages grow to
-    (`check_pdf_budget`) are measured first, so a stream or page that would take gigabytes
-    fails the file before PDFium allocates them.
+    What PDFium inflates to open the file (`open_measured`) and what its pages grow to
+    (`check_pdf_budget`) are measured first with pypdf, so a stream or page that would take
+    gigabytes fails the file before PDFium allocates them.
     """
-    check_before_opening(data, limits)
+    _check(data, limits)
     with _PDFIUM_LOCK:
         try:
             pdf = pdfium.PdfDocument(data)
@@ -54,6 +54,15 @@ def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
         finally:
             pdf.close()
             release_freed_memory()
+
+
+def _check(data: bytes, limits: ExtractionLimits) -> None:
+    with capped(limits.max_stream_bytes):
+        try:
+            check_pdf_budget(open_measured(data, limits), limits)
+        # pypdf meets hostile files with any error at all; each one means "not measurable".
+        except Exception as error:
+            raise failure(error, limits) from None
 
 
 def _open_failure(err_code: int | None) -> str:
@@ -72,7 +81,6 @@ def _read(pdf: pdfium.PdfDocument, limits: ExtractionLimits) -> ExtractedDocumen
         raise ExtractionFailed(
             f"The PDF has {count:,} pages, more than the limit of {limits.max_pages:,}."
         )
-    check_pdf_budget(pdf, limits)
     pages: list[ExtractedPage] = []
     images: list[ExtractedImage] = []
     sections: list[str] = []
