@@ -32,6 +32,22 @@ def server(tmp_path_factory) -> Iterator[Server]:
             running.stop()
 
 
+def test_sigterm_stops_serve_and_every_child(tmp_path):
+    running = Server(tmp_path)
+    running.start()
+    assert running.process is not None
+    wait_for_child(running, "adapters.llm.runner")
+    wait_for_child(running, "worker")
+    family = psutil.Process(running.process.pid).children(recursive=True)
+
+    output = running.stop()
+
+    assert family
+    _gone, alive = psutil.wait_procs(family, timeout=10)
+    assert alive == [], [p.cmdline() for p in alive]
+    assert "worker.child_stopped" in output
+
+
 def children(server: Server, marker: str) -> list[psutil.Process]:
     assert server.process is not None
     return [
