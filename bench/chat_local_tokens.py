@@ -414,18 +414,23 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f'user turn, by the model\'s chat template) and the user message "{PROMPT}".',
         "- Direct: a separate Python process (`--direct-worker`) with the model loaded, "
         "`create_chat_completion(stream=True)`, timed in that process from the call to the "
-        "last chunk. Platform: `agent-platform serve` on a temporary data dir (embedded "
-        "PostgreSQL), an agent on `local:smollm2-135m` without knowledge bases, a streamed "
-        "`POST /chat` (new conversation, title supplied so no title job competes for the "
-        "model), timed by an httpx client from sending the request to `data: [DONE]` (HTTP, "
-        "database writes before the stream and the final store before `[DONE]` included).",
-        f"- {args.warmup} warm-up generation(s) per side (the platform loads the model on its "
-        f"first chat), then {args.rounds} rounds alternating which side goes first. "
+        "last chunk. Runner: the platform's `LocalModelRunner` driven from this benchmark's "
+        "process (the runner child loaded, the same request over its pipes), timed from the "
+        "call to the last `Done` frame. Platform: `agent-platform serve` on a temporary data "
+        "dir (embedded PostgreSQL; its runner loads the model at start), an agent on "
+        "`local:smollm2-135m` without knowledge bases, a streamed `POST /chat` (new "
+        "conversation, title supplied so no title job competes for the model), timed by an "
+        "httpx client from sending the request to `data: [DONE]` (HTTP, database writes "
+        "before the stream and the final store before `[DONE]` included). Native: the direct "
+        "side with a `-DGGML_NATIVE=ON` build of the same version, made on this machine.",
+        f"- {args.warmup} warm-up generation(s) per side, then {args.rounds} rounds, each "
+        "starting with the next side in turn. "
         "Output tokens: the received text tokenized by the same model's tokenizer (no BOS) on "
-        "both sides. tokens/s = output tokens / time to the end; decode = (tokens - 1) / "
-        "(last text piece - first text piece); *pieces* are the `text-delta` events received "
-        "(direct: one per token; platform: the first words at once, then the tokens of each "
-        "50 ms merged). Ratios are per round (platform / direct), median over rounds.",
+        "every side. tokens/s = output tokens / time to the end; decode = (tokens - 1) / "
+        "(last text piece - first text piece); *pieces* are the text pieces received "
+        "(direct and runner: one per token; platform: the first words at once, then the "
+        "tokens of each 50 ms merged). Ratios and differences are per round against the "
+        "direct side, median over rounds.",
         "",
         "| Side | output tokens (median) | first text (s) | end (s) | tokens/s | decode tokens/s |",
         "|---|---:|---:|---:|---:|---:|",
