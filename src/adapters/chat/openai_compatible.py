@@ -8,6 +8,10 @@ and are emitted whole, with their arguments parsed, once the model finishes. 408
 answers and failed connections are retried with backoff, but only before the answer began:
 nothing the consumer already received is ever repeated. Every failure ends in `ChatModelError`
 with a message fit for the member: no URL, no key, no trace.
+
+Long on purpose until issue 11 ("One way in") replaces it with one OpenAI-compatible client
+module for chat, titles, extraction and embeddings and one retry helper; splitting it first
+would be done twice.
 """
 
 from __future__ import annotations

@@ -1,3 +1,7 @@
+"""Long on purpose until issue 11 ("One way in") splits it: the agent loop, prompt building
+and tool execution become three modules there, with a tool registry; splitting them now would
+be done twice."""
+
 from __future__ import annotations
 
 import asyncio

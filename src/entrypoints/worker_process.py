@@ -1,0 +1,130 @@
+"""The job worker's process: `serve`'s supervised worker child (started and watched by
+`entrypoints.supervisor`) and `agent-platform worker` itself, with what a supervised worker
+does on its side (stop with its parent, recycle itself when its memory stays high)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import os
+import signal
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import asyncpg
+import structlog
+import uvloop
+
+from adapters.postgres.database import asyncpg_dsn
+from adapters.queue.worker import release_jobs
+from adapters.supervision import resident_bytes
+from entrypoints.config import Settings
+from entrypoints.database import Database, resolve_database
+from entrypoints.supervisor import RECYCLE_EXIT, WorkerSupervisor
+from entrypoints.worker import build_worker
+
+PARENT_GONE_GRACE = 30.0
+RECYCLE_CHECK_SECONDS = 10.0
+log = structlog.get_logger("agent_platform.worker")
+
+
+async def serve_with_worker(server: Any, settings: Settings, database: Database) -> None:
+    """Serve HTTP; on the embedded default, with the job worker as a supervised child."""
+    if not settings.worker_in_process:
+        await server.serve()
+        return
+    supervisor = WorkerSupervisor(
+        _worker_env(database),
+        functools.partial(_release_jobs, database.url, settings.database_app_role),
+        memory_limit=settings.worker_memory_mb * 2**20,
+    )
+    supervisor.start()
+    try:
+        await server.serve()
+    finally:
+        await supervisor.stop()
+
+
+def _worker_env(database: Database) -> dict[str, str]:
+    """The worker child's environment: this one, with the database this process resolved (on
+    the embedded default, the server it started)."""
+    env = dict(os.environ)
+    env["AP_DATABASE_URL"] = database.url
+    env["AP_DATABASE_MIGRATION_URL"] = database.owner_url
+    return env
+
+
+async def _release_jobs(url: str, app_role: str, worker_id: uuid.UUID) -> int:
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        await connection.execute(f'SET ROLE "{app_role}"')
+        return await release_jobs(connection, worker_id)
+    finally:
+        await connection.close()
+
+
+def run_worker(settings: Settings, concurrency: int | None) -> int:
+    database = resolve_database(settings)
+    raw_id = os.environ.get("AP_WORKER_ID")
+    worker, container = build_worker(
+        settings,
+        database,
+        concurrency=concurrency,
+        warm_up=True,
+        worker_id=uuid.UUID(raw_id) if raw_id else None,
+    )
+    supervised = os.environ.get("AP_WORKER_SUPERVISED") == "1"
+    recycled = asyncio.Event()
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(signum, worker.stop)
+        recycling = None
+        if supervised:
+            _stop_with_parent(loop, worker.stop)
+            limit = settings.worker_memory_mb * 2**20
+            recycling = asyncio.create_task(_recycle_when_swollen(worker, limit, recycled))
+        try:
+            await worker.run()
+        finally:
+            if recycling is not None:
+                recycling.cancel()
+            await container.close()
+
+    uvloop.run(run())
+    return RECYCLE_EXIT if recycled.is_set() else 0
+
+
+async def _recycle_when_swollen(worker: Any, limit: int, recycled: asyncio.Event) -> None:
+    """Stop a supervised worker whose memory stays above `limit` while it holds no job: its
+    supervisor starts a fresh one, which gives back what a parser or allocator kept."""
+    while True:
+        await asyncio.sleep(RECYCLE_CHECK_SECONDS)
+        resident = resident_bytes(os.getpid())
+        if worker.jobs_in_hand == 0 and resident is not None and resident > limit:
+            log.warning("worker.recycling", resident_mb=resident // 2**20, limit_mb=limit // 2**20)
+            recycled.set()
+            worker.stop()
+            return
+
+
+def _stop_with_parent(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+    """Stop when the supervising server is gone: it holds the other end of our standard
+    input, which closes however it ends (SIGKILL included). The jobs in hand get
+    `PARENT_GONE_GRACE` seconds, then the process exits."""
+
+    def watch() -> None:
+        with contextlib.suppress(OSError):
+            while sys.stdin.buffer.read(4096):
+                pass
+        loop.call_soon_threadsafe(stop)
+        time.sleep(PARENT_GONE_GRACE)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
