@@ -1,0 +1,59 @@
+"""The schema's declaration as advanced-alchemy models, one module per feature.
+
+Every tenant table carries `org_id`, which row-level security filters on. The models are what
+Alembic's autogenerate compares the database with (`migrations/env.py`): a schema change is
+made here first, then written as a migration (see `tests/integration/test_schema_models.py`,
+which holds the two equal). The request path reads and writes the tables with SQL on asyncpg
+(see `repositories`), not through these classes.
+
+Importing this package registers every table in `metadata`. Not declared here, because no
+model can say them: row-level security, its policies and the grants, the SQL functions
+(`ap_*`), the extension, the app role, the per-dimension HNSW indexes on `chunks`, and
+pgqueuer's own objects.
+"""
+
+from __future__ import annotations
+
+from .agents import AgentKnowledgeBaseModel, AgentModel, AgentTagLinkModel, AgentTagModel
+from .base import NAMING_CONVENTION, Base, metadata
+from .chat import (
+    ChatMessageModel,
+    ChatRunChunkModel,
+    ChatRunModel,
+    ConversationModel,
+    UsageEventModel,
+)
+from .knowledge import (
+    PROCESSING_STATUSES,
+    ChunkModel,
+    EmbeddingPartModel,
+    KnowledgeBaseFileModel,
+    KnowledgeBaseModel,
+    StagedChunkModel,
+)
+from .queue import JobRunModel
+from .tenancy import MembershipModel, OrganizationModel
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "PROCESSING_STATUSES",
+    "AgentKnowledgeBaseModel",
+    "AgentModel",
+    "AgentTagLinkModel",
+    "AgentTagModel",
+    "Base",
+    "ChatMessageModel",
+    "ChatRunChunkModel",
+    "ChatRunModel",
+    "ChunkModel",
+    "ConversationModel",
+    "EmbeddingPartModel",
+    "JobRunModel",
+    "KnowledgeBaseFileModel",
+    "KnowledgeBaseModel",
+    "MembershipModel",
+    "OrganizationModel",
+    "StagedChunkModel",
+    "UsageEventModel",
+    "metadata",
+]
