@@ -6,12 +6,18 @@ import copy
 import dataclasses
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.agents import Agent, AgentTag, NewAgent
 from domain.errors import Conflict
 
+if TYPE_CHECKING:
+    from application.ports.agent_repository import AgentRepository
+    from tests.fakes.basics import Restorable
+
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+AgentsState = tuple[dict[int, dict[str, Any]], dict[int, AgentTag], int, int]
 
 
 class FakeAgents:
@@ -21,10 +27,10 @@ class FakeAgents:
         self._next = 1
         self._clock = 0
 
-    def snapshot(self) -> Any:
+    def snapshot(self) -> AgentsState:
         return copy.deepcopy((self.rows, self.tags, self._next, self._clock))
 
-    def restore(self, saved: Any) -> None:
+    def restore(self, saved: AgentsState) -> None:
         self.rows, self.tags, self._next, self._clock = copy.deepcopy(saved)
 
     def _tick(self) -> datetime:
@@ -97,3 +103,8 @@ class FakeAgents:
 
     async def missing_tags(self, org_id: str, tag_ids: list[int]) -> list[int]:
         return [t for t in tag_ids if t not in self.tags or self.tags[t].org_id != org_id]
+
+
+if TYPE_CHECKING:  # mypy checks the fake against the port it stands in for
+    _agents: AgentRepository = FakeAgents()
+    _agents_store: Restorable[AgentsState] = FakeAgents()

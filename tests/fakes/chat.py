@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from application.ports.chat_model import (
     ChatEvent,
@@ -24,12 +24,21 @@ from domain.conversations import StreamStatus
 from domain.identity import Caller
 from domain.usage import UsageEntry
 
-Script = Sequence[ChatEvent | Exception | float]
+if TYPE_CHECKING:
+    from application.ports.chat_model import ChatModel, ChatModelRegistry
+    from application.ports.chat_run_log import ChatRunLog
+    from application.ports.chat_streams import ChatStreamWriter
+    from application.ports.knowledge_search import KnowledgeSearch
+    from application.ports.skill_catalog import SkillCatalog
+    from application.ports.usage_ledger import UsageLedger
+
+ScriptItem = ChatEvent | Exception | float
+Script = Sequence[ScriptItem]
 """What a scripted call yields: events; an exception is raised there; a float sleeps that long."""
 
 
-def text_script(*pieces: str, usage: tuple[int, int] | None = (12, 3)) -> list[Any]:
-    script: list[Any] = [TextDelta(p) for p in pieces]
+def text_script(*pieces: str, usage: tuple[int, int] | None = (12, 3)) -> list[ScriptItem]:
+    script: list[ScriptItem] = [TextDelta(p) for p in pieces]
     if usage is not None:
         script.append(Usage(*usage))
     script.append(Finished("stop"))
@@ -218,3 +227,13 @@ class RecordingWriter:
     @property
     def types(self) -> list[str]:
         return [c["type"] for c in self.chunks]
+
+
+if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for
+    _chat_model: ChatModel = ScriptedChatModel()
+    _chat_registry: ChatModelRegistry = ScriptedChatRegistry(ScriptedChatModel())
+    _run_log: ChatRunLog = FakeRunLog()
+    _usage_ledger: UsageLedger = FakeUsageLedger()
+    _knowledge_search: KnowledgeSearch = FakeKnowledgeSearch()
+    _skill_catalog: SkillCatalog = FakeSkillCatalog()
+    _writer: ChatStreamWriter = RecordingWriter()

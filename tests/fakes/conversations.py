@@ -11,7 +11,7 @@ import copy
 import dataclasses
 import uuid
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
@@ -26,7 +26,20 @@ from domain.conversations import (
 )
 from domain.errors import Conflict, NotFound
 
+if TYPE_CHECKING:
+    from application.ports.conversation_repository import ConversationRepository
+    from tests.fakes.basics import Restorable
+
 EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+
+ConversationsState = tuple[
+    dict[str, Conversation],
+    list[StoredMessage],
+    dict[str, str | None],
+    dict[str, ChatRun],
+    set[str],
+    int,
+]
 
 
 def _canonical(value: str) -> str:
@@ -42,7 +55,7 @@ class FakeConversations:
         self.cancel_requested: set[str] = set()
         self._clock = 0
 
-    def snapshot(self) -> Any:
+    def snapshot(self) -> ConversationsState:
         return copy.deepcopy(
             (
                 self.rows,
@@ -54,7 +67,7 @@ class FakeConversations:
             )
         )
 
-    def restore(self, saved: Any) -> None:
+    def restore(self, saved: ConversationsState) -> None:
         (
             self.rows,
             self.message_rows,
@@ -274,3 +287,8 @@ class FakeConversations:
         if run is not None:
             self.cancel_requested.add(run.id)
         return run
+
+
+if TYPE_CHECKING:  # mypy checks the fake against the port it stands in for
+    _conversations: ConversationRepository = FakeConversations()
+    _conversations_store: Restorable[ConversationsState] = FakeConversations()

@@ -1,0 +1,111 @@
+"""A fake `FileRepository` in memory: the file records of knowledge bases and their processing
+state.
+
+It also keeps what a test wants to look at: `runs` (processing attempts per record id, which a
+test may set) and `history` (every status set, in order). Neither is in the snapshot a
+`FakeUnitOfWork` restores at a rollback."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from domain.errors import Conflict
+from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
+
+if TYPE_CHECKING:
+    from application.ports.file_repository import FileRepository
+    from tests.fakes.basics import Restorable
+
+FilesState = tuple[dict[int, KnowledgeBaseFile], int]
+
+
+class FakeFiles:
+    def __init__(self) -> None:
+        self.rows: dict[int, KnowledgeBaseFile] = {}
+        self.runs: dict[int, int] = {}
+        self.history: list[ProcessingStatus] = []
+        self._next = 1
+
+    def snapshot(self) -> FilesState:
+        return dict(self.rows), self._next
+
+    def restore(self, saved: FilesState) -> None:
+        self.rows, self._next = dict(saved[0]), saved[1]
+
+    def _replace(self, record_id: int, **changes: Any) -> None:
+        self.rows[record_id] = dataclasses.replace(self.rows[record_id], **changes)
+
+    # Records
+
+    async def add(self, new: NewFile) -> KnowledgeBaseFile:
+        if any(f.org_id == new.org_id and f.file_id == new.file_id for f in self.rows.values()):
+            raise Conflict("This file is already associated with a knowledge base")
+        now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self._next)
+        record = KnowledgeBaseFile(
+            id=self._next,
+            processing_status=ProcessingStatus.PARSING,
+            processing_error=None,
+            image_keys=None,
+            extracted_data=None,
+            created_at=now,
+            updated_at=now,
+            **{f.name: getattr(new, f.name) for f in dataclasses.fields(new)},
+        )
+        self.rows[record.id] = record
+        self._next += 1
+        return record
+
+    async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
+        rows = [
+            f for f in self.rows.values() if f.org_id == org_id and f.knowledge_base_id == kb_id
+        ]
+        return sorted(rows, key=lambda f: f.id, reverse=True)
+
+    async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
+        return next(
+            (f for f in await self.list_for_knowledge_base(org_id, kb_id) if f.file_id == file_id),
+            None,
+        )
+
+    async def delete(self, org_id: str, record_id: int) -> None:
+        if record_id in self.rows and self.rows[record_id].org_id == org_id:
+            del self.rows[record_id]
+
+    # Processing
+
+    async def get_by_id(self, org_id: str, record_id: int) -> KnowledgeBaseFile | None:
+        f = self.rows.get(record_id)
+        return f if f and f.org_id == org_id else None
+
+    async def begin_attempt(self, org_id: str, record_id: int) -> int:
+        self.runs[record_id] = self.runs.get(record_id, 0) + 1
+        return self.runs[record_id]
+
+    async def lock_if_chunking(self, org_id: str, record_id: int) -> bool:
+        f = self.rows.get(record_id)
+        return bool(f and f.org_id == org_id and f.processing_status is ProcessingStatus.CHUNKING)
+
+    async def set_status(
+        self, org_id: str, record_id: int, status: ProcessingStatus, error: str | None = None
+    ) -> None:
+        self._replace(record_id, processing_status=status, processing_error=error)
+        self.history.append(status)
+
+    async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
+        self._replace(record_id, image_keys=list(keys))
+
+    async def set_extracted_data(
+        self, org_id: str, record_id: int, data: dict[str, Any] | None
+    ) -> None:
+        self._replace(record_id, extracted_data=data)
+
+    async def restart(self, org_id: str, record_id: int) -> None:
+        self._replace(record_id, processing_status=ProcessingStatus.PARSING, processing_error=None)
+        self.runs.pop(record_id, None)
+
+
+if TYPE_CHECKING:  # mypy checks the fake against the port it stands in for
+    _files: FileRepository = FakeFiles()
+    _files_store: Restorable[FilesState] = FakeFiles()
