@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import uvloop
-from dishka import AsyncContainer, Provider, Scope, from_context
+from dishka import AsyncContainer
 
 from adapters.postgres.migrations import migrate
 from application.ports.object_storage import ObjectStorage
@@ -34,17 +34,12 @@ from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 from entrypoints.config import ConfigError, Settings
-from entrypoints.container import dev_identity_provider, make_container
 from entrypoints.database import Database, resolve_database
+from entrypoints.extras import missing_extras
 from entrypoints.logging import configure_logging
+from entrypoints.wiring import dev_identity_provider, make_container
 from entrypoints.worker import build_worker
 from entrypoints.worker_process import run_worker, serve_with_worker
-
-
-class CliIdentityProvider(Provider):
-    """The CLI acts as the member named by `--org` and `--user`."""
-
-    identity = from_context(Identity, scope=Scope.REQUEST)
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -106,6 +101,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable()
     if args.command == "token":
         return _token(settings, args)
+    problems = missing_extras(settings, models=args.command != "migrate")
+    if problems:
+        print(ConfigError(problems), file=sys.stderr)
+        return 2
     if args.command == "serve":
         return _serve(settings, args)
     if args.command == "worker":
@@ -174,7 +173,7 @@ def _fields(settings: Settings) -> dict[str, Any]:
 
 async def _kb(settings: Settings, database: Database, args: argparse.Namespace) -> int:
     await migrate(database.owner_url)
-    container = make_container(settings, database, CliIdentityProvider())
+    container = make_container(settings, database)
     identity = Identity(user_id=args.user, org_id=args.org, role=ADMIN_ROLE)
     try:
         async with container(context={Identity: identity}) as request:
@@ -281,7 +280,7 @@ async def _follow(
     if settings.worker_in_process:
         worker, container = build_worker(settings, database)
         running = asyncio.create_task(worker.run())
-    watcher = make_container(settings, database, CliIdentityProvider())
+    watcher = make_container(settings, database)
     identity = Identity(user_id=caller.user_id, org_id=caller.org_id, role=caller.role)
     try:
         with Progress(

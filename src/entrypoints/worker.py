@@ -19,7 +19,7 @@ from typing import Any
 
 import asyncpg
 import structlog
-from dishka import AsyncContainer, Provider, Scope, from_context
+from dishka import AsyncContainer, Provider
 
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.queue.worker import (
@@ -49,9 +49,8 @@ from application.use_cases.reembed_knowledge_base import (
 from domain.identity import ADMIN_ROLE, Identity
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS
 from entrypoints.config import Settings
-from entrypoints.container import make_container
 from entrypoints.database import Database
-from entrypoints.title_providers import TitleProvider
+from entrypoints.wiring import make_container
 
 WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)
@@ -60,12 +59,6 @@ CHAT_STALLED_AFTER = timedelta(seconds=60)
 TITLE_MAX_CUT_SHORT_RUNS = 1
 
 log = structlog.get_logger("agent_platform.worker")
-
-
-class JobIdentityProvider(Provider):
-    """A job acts as the system in the organization its payload names."""
-
-    identity = from_context(Identity, scope=Scope.REQUEST)
 
 
 def build_worker(
@@ -88,9 +81,10 @@ def build_worker(
         max_cut_short_runs = settings.job_max_cut_short_runs
     # The worker's own pool: one connection per job in hand, one for the reaper.
     sized = dataclasses.replace(settings, database_pool_size=workers + 1)
-    container = make_container(sized, database, JobIdentityProvider(), TitleProvider(), *providers)
+    container = make_container(sized, database, *providers)
 
     def in_organization(payload: dict[str, Any]) -> AbstractAsyncContextManager[AsyncContainer]:
+        """A job acts as the system in the organization its payload names."""
         identity = Identity(user_id=WORKER_USER, org_id=str(payload["orgId"]), role=ADMIN_ROLE)
         return container(context={Identity: identity})
 

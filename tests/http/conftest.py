@@ -8,8 +8,8 @@ from litestar.testing import AsyncTestClient
 
 from adapters.identity.dev_provider import DevIdentityProvider
 from entrypoints.config import Settings
-from entrypoints.container import RecentlySeen, dev_identity_provider
 from entrypoints.http.app import create_app
+from entrypoints.wiring import RecentlySeen, dev_identity_provider
 
 
 @pytest.fixture(scope="session")

@@ -15,6 +15,8 @@ import pytest
 
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import RetryPolicy
 from application.ports.chat_model import (
     ChatModelError,
     ChatRequest,
@@ -58,7 +60,7 @@ async def collect(model, request: ChatRequest) -> list:
 
 
 async def test_a_real_server_streams_text_and_finishes(llama_server, client):
-    registry = DefaultChatModelRegistry(client, llama_server, None, timeout=120)
+    registry = DefaultChatModelRegistry(OpenAIGateway(client, base_url=llama_server), timeout=120)
     model = registry.get("openai:smollm2")
 
     events = await collect(model, ask("What is the capital of France?", max_output_tokens=24))
@@ -74,7 +76,7 @@ async def test_a_real_server_streams_text_and_finishes(llama_server, client):
 
 
 async def test_a_real_server_stops_at_the_output_limit(llama_server, client):
-    model = OpenAIChatModel(client, "smollm2", base_url=llama_server)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=llama_server), "smollm2")
 
     events = await collect(model, ask("Write a long poem about the sea.", max_output_tokens=3))
 
@@ -83,7 +85,7 @@ async def test_a_real_server_stops_at_the_output_limit(llama_server, client):
 
 
 async def test_a_real_server_calls_a_forced_tool(llama_server, client):
-    model = OpenAIChatModel(client, "smollm2", base_url=llama_server)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=llama_server), "smollm2")
     request = ask(
         "What is the weather in Paris?",
         tools=[WEATHER],
@@ -102,7 +104,7 @@ async def test_a_real_server_calls_a_forced_tool(llama_server, client):
 
 
 async def test_a_real_server_answers_after_a_tool_result(llama_server, client):
-    model = OpenAIChatModel(client, "smollm2", base_url=llama_server)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=llama_server), "smollm2")
     call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})
     request = ChatRequest(
         model="smollm2",
@@ -121,6 +123,25 @@ async def test_a_real_server_answers_after_a_tool_result(llama_server, client):
 
     assert any(isinstance(e, TextDelta) and e.text.strip() for e in events)
     assert isinstance(events[-1], Finished)
+
+
+async def test_a_real_server_answers_with_json_matching_a_schema(llama_server, client):
+    # This server refuses `json_schema` and takes `{type: json_object, schema}`: the model
+    # falls back once and keeps asking that way.
+    schema = {
+        "type": "object",
+        "properties": {"capital": {"type": "string"}},
+        "required": ["capital"],
+    }
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=llama_server), "smollm2")
+    request = ask("What is the capital of France?", max_output_tokens=40, response_schema=schema)
+
+    for _ in range(2):
+        events = await collect(model, request)
+
+        text = "".join(e.text for e in events if isinstance(e, TextDelta))
+        assert isinstance(json.loads(text)["capital"], str)
+        assert events[-1] == Finished("stop")
 
 
 # --- a scripted server on loopback ----------------------------------------------------------
@@ -193,7 +214,7 @@ async def scripted() -> AsyncIterator[ScriptedServer]:
 
 async def test_a_stall_between_chunks_times_out(scripted, client):
     scripted.scripts.append([sse_head(), sse_delta("Hel"), 5.0, sse_delta("lo")])
-    model = OpenAIChatModel(client, "m", base_url=scripted.url, read_timeout=0.5)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=scripted.url), "m", read_timeout=0.5)
     events: list = []
     started = time.monotonic()
 
@@ -214,7 +235,7 @@ async def test_a_429_then_an_answer_over_real_http(scripted, client):
         ]
     )
     scripted.scripts.append([sse_head(), sse_delta("Hi"), sse_delta(finish="stop")])
-    model = OpenAIChatModel(client, "m", base_url=scripted.url)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=scripted.url), "m")
 
     events = await collect(model, ask("Hi"))
 
@@ -224,7 +245,7 @@ async def test_a_429_then_an_answer_over_real_http(scripted, client):
 
 async def test_closing_the_stream_hangs_up_on_the_server(scripted, client):
     scripted.scripts.append([sse_head(), sse_delta("One"), 10.0, sse_delta("Two")])
-    model = OpenAIChatModel(client, "m", base_url=scripted.url)
+    model = OpenAIChatModel(OpenAIGateway(client, base_url=scripted.url), "m")
     events = model.stream(ask("Hi"))
 
     assert await anext(events) == TextDelta("One")
@@ -235,11 +256,9 @@ async def test_closing_the_stream_hangs_up_on_the_server(scripted, client):
 
 async def test_a_refused_connection_is_reported(client):
     model = OpenAIChatModel(
-        client,
+        OpenAIGateway(client, base_url=f"http://127.0.0.1:{free_port()}/v1"),
         "m",
-        base_url=f"http://127.0.0.1:{free_port()}/v1",
-        max_attempts=2,
-        backoff_base=0.01,
+        retry=RetryPolicy(max_attempts=2, backoff_base=0.01),
     )
 
     with pytest.raises(ChatModelError) as failure:

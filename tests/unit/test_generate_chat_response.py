@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
+from application.agent.tool_calls import TOOL_RESULT_CHARS
+from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_launcher import CANCEL_REQUESTED
 from application.ports.chat_model import (
     ChatModelError,
@@ -14,8 +17,12 @@ from application.ports.chat_model import (
     TextDelta,
     ToolCall,
     ToolCallRequested,
+    ToolSpec,
 )
 from application.ports.skill_catalog import SkillSummary
+from application.tools.knowledge_search import KnowledgeSearchTool
+from application.tools.load_skill import LoadSkillTool
+from application.tools.registry import ToolRegistry
 from application.use_cases import generate_chat_response as module
 from application.use_cases.generate_chat_response import (
     FAILED_UNEXPECTEDLY,
@@ -84,7 +91,12 @@ def command(the_agent: Agent | None = None, history: list[StoredMessage] | None 
 
 
 class World:
-    def __init__(self, model: ScriptedChatModel, passages: list[SearchResult] | None = None):
+    def __init__(
+        self,
+        model: ScriptedChatModel,
+        passages: list[SearchResult] | None = None,
+        more_tools: list[AgentTool] | None = None,
+    ):
         self.model = model
         self.runs = FakeRunLog()
         self.runs.start("run-1")
@@ -98,7 +110,9 @@ class World:
             ScriptedChatRegistry(model),
             self.runs,
             self.search,
-            self.skills,
+            ToolRegistry(
+                [KnowledgeSearchTool(self.search), LoadSkillTool(self.skills), *(more_tools or [])]
+            ),
             self.ledger,
             PriceList(),
         )
@@ -355,3 +369,99 @@ async def test_a_model_that_keeps_calling_tools_is_made_to_answer(steps):
     assert not model.requests[-1].tools
     assert world.runs.parts["run-1"][-1] == {"type": "text", "text": "Final."}
     assert world.runs.status["run-1"] is StreamStatus.COMPLETED
+
+
+class NoteTool:
+    """A tool the loop has never heard of: it repeats its argument, cites a passage, and
+    refuses an empty note."""
+
+    def __init__(self, source: SearchResult) -> None:
+        self.source = source
+        self.contexts: list[ToolContext] = []
+
+    async def offer(self, caller: Caller, the_agent: Agent) -> ToolOffer | None:
+        return ToolOffer(
+            spec=ToolSpec(name="take_note", description="Take a note.", parameters={}),
+            execute=self.execute,
+            instructions="Take notes with take_note.",
+        )
+
+    async def execute(self, arguments: dict[str, Any], context: ToolContext) -> Any:
+        self.contexts.append(context)
+        if not arguments.get("note"):
+            raise ToolFailed("Nothing to note.")
+        context.cite([self.source])
+        return {"noted": arguments["note"]}
+
+
+async def test_a_registered_tool_streams_its_call_result_and_sources_like_the_others():
+    call = ToolCall(id="c9", name="take_note", arguments={"note": "x" * 10_000})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Finished("tool-calls")],
+        text_script("Noted."),
+        supports_tools=True,
+    )
+    tool = NoteTool(passage(5))
+    world = World(model, more_tools=[tool])
+    await world.run(command(agent(skill_ids=[3])))
+    first = model.requests[0]
+    assert [t.name for t in first.tools] == ["load_skill", "take_note"]
+    system = first.turns[0].content
+    assert system.index("tone: House style") < system.index("Take notes with take_note.")
+    assert world.writer.types == [
+        "start",
+        "start-step",
+        "tool-input-start",
+        "tool-input-available",
+        "tool-output-available",
+        "source-document",
+        "finish-step",
+        "start-step",
+        "text-start",
+        "text-delta",
+        "text-end",
+        "finish-step",
+        "finish",
+    ]
+    (context,) = tool.contexts
+    assert (context.caller, context.agent.skill_ids) == (CALLER, [3])
+    parts = world.runs.parts["run-1"]
+    assert [p["type"] for p in parts] == [
+        "tool-invocation",
+        "tool-result",
+        "source-document",
+        "text",
+    ]
+    assert parts[1]["result"] == {"noted": "x" * 10_000}
+    answer = model.requests[1].turns[-1]
+    assert answer.role == "tool" and answer.tool_call_id == "c9"
+    assert len(answer.content) == TOOL_RESULT_CHARS
+
+
+async def test_a_refused_call_streams_an_error_and_cites_nothing():
+    call = ToolCall(id="c9", name="take_note", arguments={})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Finished("tool-calls")], text_script("Hm."), supports_tools=True
+    )
+    world = World(model, more_tools=[NoteTool(passage(5))])
+    await world.run()
+    assert "source-document" not in world.writer.types
+    assert world.runs.parts["run-1"][1] == {
+        "type": "tool-result",
+        "toolCallId": "c9",
+        "toolName": "take_note",
+        "isError": True,
+        "result": "Nothing to note.",
+    }
+    assert model.requests[1].turns[-1].content == "Nothing to note."
+
+
+async def test_a_model_without_tools_is_offered_none_and_skills_are_not_listed():
+    model = ScriptedChatModel(text_script("ok"))
+    tool = NoteTool(passage(5))
+    world = World(model, more_tools=[tool])
+    await world.run(command(agent(skill_ids=[3], knowledge_base_ids=[1])))
+    (request,) = model.requests
+    assert not request.tools
+    assert "tone" not in request.turns[0].content
+    assert "take_note" not in request.turns[0].content

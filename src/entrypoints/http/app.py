@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 import asyncpg
-from dishka import AsyncContainer, Provider, Scope, provide
-from dishka.integrations.litestar import LitestarProvider, setup_dishka
-from litestar import Litestar, Request
+from dishka import AsyncContainer, Provider
+from litestar import Litestar
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.plugins import ScalarRenderPlugin
@@ -15,12 +14,9 @@ from litestar.openapi.spec import Components, SecurityScheme
 from litestar.types import ASGIApp
 
 from adapters.chat.llama_cpp import LlamaCppChatModel
+from adapters.postgres.cancel_listener import PgCancelListener
 from application.ports.token_verifier import TokenVerifier
-from domain.errors import Unauthenticated
-from domain.identity import Identity
-from entrypoints.chat import ChatProvider
 from entrypoints.config import Settings
-from entrypoints.container import make_container
 from entrypoints.database import Database
 from entrypoints.http.controllers.agents import AgentController
 from entrypoints.http.controllers.chat import ChatController
@@ -35,28 +31,20 @@ from entrypoints.http.middleware import (
     PUBLIC_PATHS,
     BearerAuthenticationMiddleware,
     RequestContextMiddleware,
+    RequestScopeMiddleware,
 )
-
-
-class HttpIdentityProvider(LitestarProvider):
-    """The identity the bearer-token middleware verified for this request."""
-
-    @provide(scope=Scope.REQUEST)
-    def identity(self, request: Request) -> Identity:  # type: ignore[type-arg]
-        user = request.scope.get("user")
-        if not isinstance(user, Identity):
-            raise Unauthenticated("Unauthorized")
-        return user
+from entrypoints.wiring import make_container
 
 
 async def _warm_up(app: Litestar) -> None:
-    """Open the database pool and build the token verifier before the first request, so that
-    a database or configuration problem stops start-up instead of failing requests; start the
-    bundled model's runner when it is the default chat model, so that the first answer pays
-    no load."""
+    """Open the database pool, build the token verifier and start listening for cancels
+    before the first request, so that a database or configuration problem stops start-up
+    instead of failing requests; start the bundled model's runner when it is the default chat
+    model, so that the first answer pays no load."""
     container: AsyncContainer = app.state.dishka_container
     await container.get(asyncpg.Pool)
     await container.get(TokenVerifier)
+    await container.get(PgCancelListener)
     settings = await container.get(Settings)
     if settings.local_model_preload and settings.default_chat_model.startswith("local:"):
         (await container.get(LlamaCppChatModel)).start()
@@ -64,9 +52,7 @@ async def _warm_up(app: Litestar) -> None:
 
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:
     """The Litestar app with its container; `providers` override any default adapter."""
-    container = make_container(
-        settings, database, HttpIdentityProvider(), ChatProvider(), *providers
-    )
+    container = make_container(settings, database, *providers)
     handlers: list[Any] = [
         KnowledgeBaseController,
         ChatController,
@@ -82,7 +68,10 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         handlers.append(receive_upload)
     app = Litestar(
         route_handlers=handlers,
-        middleware=[DefineMiddleware(BearerAuthenticationMiddleware, exclude=list(PUBLIC_PATHS))],
+        middleware=[
+            DefineMiddleware(BearerAuthenticationMiddleware, exclude=list(PUBLIC_PATHS)),
+            RequestScopeMiddleware,
+        ],
         exception_handlers=EXCEPTION_HANDLERS,
         openapi_config=OpenAPIConfig(
             title="Agent Platform API",
@@ -101,7 +90,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         debug=False,
         logging_config=None,
     )
-    setup_dishka(container, app)
+    app.state.dishka_container = container
     return app
 
 

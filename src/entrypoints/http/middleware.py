@@ -1,4 +1,5 @@
-"""ASGI middleware: request ids and one access-log line per request; bearer authentication."""
+"""ASGI middleware: request ids and one access-log line per request; bearer authentication;
+the request's dependency scope."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import uuid
 from typing import Any
 
 import structlog
+from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
@@ -83,3 +85,23 @@ class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
         verifier = await container.get(TokenVerifier)
         identity: Identity = await verifier.verify(token.strip())
         return AuthenticationResult(user=identity, auth=token)
+
+
+class RequestScopeMiddleware:
+    """Opens the request's dishka scope once the bearer token is verified, with the verified
+    identity as its context (as the CLI and the worker give theirs), so that every scope of
+    the app container is opened the same way; dishka's `inject` reads it from the request."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != ScopeType.HTTP:
+            await self.app(scope, receive, send)
+            return
+        request: Request[Any, Any, Any] = Request(scope)
+        user = scope.get("user")
+        context = {Identity: user} if isinstance(user, Identity) else {}
+        async with request.app.state.dishka_container(context) as container:
+            request.state.dishka_container = container
+            await self.app(scope, receive, send)

@@ -1,5 +1,9 @@
 """`/chat`: send a message to an agent and read the answer as an AI SDK UI message stream, or
-poll for it; resume a running answer's stream; cancel it."""
+poll for it; resume a running answer's stream; cancel it.
+
+Each route runs its use case in a short scope of its own (`OrgScopes`), not in the request's:
+the request's scope lasts as long as the stream, and its connection would be held for minutes.
+"""
 
 from __future__ import annotations
 
@@ -11,12 +15,22 @@ from litestar import Controller, Response, get, post
 from litestar.params import FromPath, HeaderParameter, JSONBody
 from litestar.response import Stream
 
+from application.ports.chat_streams import ChatStreams
+from application.use_cases.cancel_chat_response import (
+    CancelChatResponse,
+    CancelChatResponseCommand,
+)
+from application.use_cases.follow_chat_response import (
+    FollowChatResponse,
+    FollowChatResponseQuery,
+)
+from application.use_cases.send_chat_message import SendChatMessage, SendChatMessageCommand
 from domain.errors import Invalid, field_error
-from domain.identity import Identity
-from entrypoints.chat import ChatEntry
+from domain.identity import Caller, Identity
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import Camel, Loose
 from entrypoints.http.sse import STREAM_HEADERS, sse_body
+from entrypoints.wiring import OrgScopes
 
 STREAM_MODE_INVALID = "X-Stream-Response must be true or false"
 
@@ -78,22 +92,28 @@ class ChatController(Controller):
         self,
         data: JSONBody[ChatBody],
         identity: FromDishka[Identity],
-        chat: FromDishka[ChatEntry],
+        scopes: FromDishka[OrgScopes],
+        streams: FromDishka[ChatStreams],
         stream_response: Annotated[
             str | None, HeaderParameter(name="X-Stream-Response", required=False)
         ] = None,
     ) -> Response[Any]:
         streaming = _streaming(stream_response)
-        started = await chat.send(
-            identity,
-            agent_id=data.agent_id,
-            messages=data.messages,
-            thread_id=data.thread_id,
-            upstream_conversation_id=data.upstream_conversation_id,
-            title=data.title,
-        )
+        async with scopes.acting_as(identity) as scope:
+            caller = await scope.get(Caller)
+            started = await (await scope.get(SendChatMessage)).execute(
+                SendChatMessageCommand(
+                    caller=caller,
+                    agent_id=data.agent_id,
+                    messages=data.messages,
+                    thread_id=data.thread_id,
+                    upstream_conversation_id=data.upstream_conversation_id,
+                    title=data.title,
+                )
+            )
         if streaming:
-            return _event_stream(chat.stream(identity, started), started.thread_id)
+            chunks = streams.follow(caller.org_id, started.run_id)
+            return _event_stream(chunks, started.thread_id)
         return Response(
             ChatAccepted(thread_id=started.thread_id, status="in_progress"),
             status_code=202,
@@ -109,9 +129,16 @@ class ChatController(Controller):
     )
     @inject
     async def resume(
-        self, thread_id: FromPath[str], identity: FromDishka[Identity], chat: FromDishka[ChatEntry]
+        self,
+        thread_id: FromPath[str],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
     ) -> Response[Any]:
-        chunks = await chat.follow(identity, thread_id)
+        async with scopes.acting_as(identity) as scope:
+            caller = await scope.get(Caller)
+            chunks = await (await scope.get(FollowChatResponse)).execute(
+                FollowChatResponseQuery(caller=caller, thread_id=thread_id)
+            )
         if chunks is None:
             return Response(None, status_code=204, headers={"X-Thread-ID": thread_id.lower()})
         return _event_stream(chunks, thread_id.lower())
@@ -124,9 +151,16 @@ class ChatController(Controller):
     )
     @inject
     async def cancel(
-        self, thread_id: FromPath[str], identity: FromDishka[Identity], chat: FromDishka[ChatEntry]
+        self,
+        thread_id: FromPath[str],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
     ) -> CancelResponse:
-        outcome = await chat.cancel(identity, thread_id)
+        async with scopes.acting_as(identity) as scope:
+            caller = await scope.get(Caller)
+            outcome = await (await scope.get(CancelChatResponse)).execute(
+                CancelChatResponseCommand(caller=caller, thread_id=thread_id)
+            )
         return CancelResponse(
             success=True,
             thread_id=outcome.thread_id,

@@ -1,0 +1,60 @@
+from __future__ import annotations
+
+import json
+
+from application.agent.progress import Progress
+from application.ports.agent_tool import ToolContext, ToolFailed
+from application.ports.chat_model import ChatTurn, ToolCall
+from application.tools.registry import Toolbox
+from domain import chat_stream
+from domain.agents import Agent
+from domain.identity import Caller
+
+TOOL_RESULT_CHARS = 8000
+
+
+async def run_tool_call(
+    toolbox: Toolbox, call: ToolCall, caller: Caller, agent: Agent, progress: Progress
+) -> ChatTurn:
+    """Run one call the model asked for and answer it with a `tool` turn.
+
+    The call streams as `tool-input-start`, `tool-input-available`, then
+    `tool-output-available` followed by the sources it drew on, or `tool-output-error` when the
+    tool refused it; both the call and its result are stored as parts. The model gets the
+    result as JSON (at most `TOOL_RESULT_CHARS`) or the refusal's message.
+    """
+    progress.emit(chat_stream.tool_input_start(call.id, call.name))
+    progress.emit(chat_stream.tool_input_available(call.id, call.name, call.arguments))
+    progress.parts.append(
+        {
+            "type": "tool-invocation",
+            "toolCallId": call.id,
+            "toolName": call.name,
+            "args": call.arguments,
+        }
+    )
+    context = ToolContext(caller=caller, agent=agent)
+    try:
+        output = await toolbox.execute(call, context)
+    except ToolFailed as failure:
+        progress.emit(chat_stream.tool_output_error(call.id, failure.message))
+        progress.parts.append(
+            {
+                "type": "tool-result",
+                "toolCallId": call.id,
+                "toolName": call.name,
+                "isError": True,
+                "result": failure.message,
+            }
+        )
+        return ChatTurn(role="tool", tool_call_id=call.id, content=failure.message)
+    progress.emit(chat_stream.tool_output_available(call.id, output))
+    progress.parts.append(
+        {"type": "tool-result", "toolCallId": call.id, "toolName": call.name, "result": output}
+    )
+    progress.cite(context.sources)
+    return ChatTurn(
+        role="tool",
+        tool_call_id=call.id,
+        content=json.dumps(output, ensure_ascii=False)[:TOOL_RESULT_CHARS],
+    )

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from application.ports.chat_model import ToolSpec
+from domain.agents import Agent
+from domain.chunks import SearchResult
+from domain.identity import Caller
+
+
+class ToolFailed(Exception):
+    """A tool call could not be done; `message` goes back to the model as the call's result and
+    to the member as a `tool-output-error`, so it says what was wrong and holds no secret."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+@dataclass(slots=True, kw_only=True)
+class ToolContext:
+    """The answer a tool call serves: who asked and which agent answers. A tool that draws on
+    knowledge-base passages reports them with `cite`; they become the answer's sources
+    (`source-document` chunks) once the call's result is out, unless the call fails."""
+
+    caller: Caller
+    agent: Agent
+    sources: list[SearchResult] = field(default_factory=list)
+
+    def cite(self, passages: Sequence[SearchResult]) -> None:
+        self.sources.extend(passages)
+
+
+ToolExecutor = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
+"""Runs one call: the model's parsed arguments and the answer's context in, the result out (any
+JSON-serialisable value, shown to the member as is). Raises `ToolFailed` for a call it
+refuses (bad arguments, nothing by that name); any other exception fails the whole answer."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolOffer:
+    """A tool as offered for one answer: the name and JSON Schema the model sees, the executor
+    of its calls and, when the model should know more than the description says, a section
+    of the system prompt (`instructions`)."""
+
+    spec: ToolSpec
+    execute: ToolExecutor
+    instructions: str = ""
+
+
+class AgentTool(Protocol):
+    """A tool the agent loop may give a model that takes tools.
+
+    Asked once per answer, before the first model call, whether and how it is offered to
+    the agent answering; it declines (None) when it has nothing to offer that agent (no
+    knowledge base to search, no active skill to load). What it learnt while offering (the
+    skills it listed) is the offer's to keep: calls made during that answer go to the offer's
+    executor. Names are unique among the tools offered together.
+    """
+
+    async def offer(self, caller: Caller, agent: Agent) -> ToolOffer | None:
+        """This tool as offered to `agent` answering `caller`, or None when it does not apply."""
+        ...

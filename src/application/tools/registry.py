@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
+from application.ports.chat_model import ToolCall, ToolSpec
+from domain.agents import Agent
+from domain.identity import Caller
+
+
+class Toolbox:
+    """The tools offered for one answer: their specs for the model, the prompt sections they
+    add, and the execution of a call by the name the model used."""
+
+    def __init__(self, offers: Sequence[ToolOffer] = ()) -> None:
+        self._offers: dict[str, ToolOffer] = {}
+        for offer in offers:
+            if offer.spec.name in self._offers:
+                raise ValueError(f"Two tools are named {offer.spec.name!r}.")
+            self._offers[offer.spec.name] = offer
+
+    @property
+    def specs(self) -> list[ToolSpec]:
+        return [offer.spec for offer in self._offers.values()]
+
+    @property
+    def instructions(self) -> list[str]:
+        return [offer.instructions for offer in self._offers.values() if offer.instructions]
+
+    async def execute(self, call: ToolCall, context: ToolContext) -> Any:
+        """The call's result; `ToolFailed` when no tool of that name was offered."""
+        offer = self._offers.get(call.name)
+        if offer is None:
+            raise ToolFailed(f"There is no tool named {call.name!r}.")
+        return await offer.execute(call.arguments, context)
+
+
+class ToolRegistry:
+    """The tools of the agent loop, in the order they are offered to a model.
+
+    The loop asks it, once per answer, for the `Toolbox` of the agent answering; each tool
+    may decline for that agent. A new tool is registered here (in the wiring) and the loop
+    offers it, streams its calls and stores their results like any other.
+    """
+
+    def __init__(self, tools: Sequence[AgentTool] = ()) -> None:
+        self._tools = tuple(tools)
+
+    async def offer(self, caller: Caller, agent: Agent) -> Toolbox:
+        offers = []
+        for tool in self._tools:
+            offer = await tool.offer(caller, agent)
+            if offer is not None:
+                offers.append(offer)
+        return Toolbox(offers)

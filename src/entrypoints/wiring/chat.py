@@ -1,0 +1,163 @@
+"""Chat: the answer machinery for the process's life (background tasks, the cancel listener,
+live streams, the answer generator and what it searches and loads), and the chat use cases per
+organization scope.
+
+A streaming answer can last minutes, and the HTTP integration's request scope lives as long as
+the response, so a use case resolved from it would hold its pooled connection for the whole
+stream; a hundred open streams would starve the pool. The chat routes therefore open a short
+child scope of the app container (`OrgScopes.acting_as`) for the use case alone, which returns
+its connection before the first byte of the stream. The answer that outlives the request
+searches knowledge bases the same way, one short scope per search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AbstractAsyncContextManager
+
+from dishka import AsyncContainer, Provider, Scope, alias, provide, provide_all
+
+from adapters.background import AsyncioBackgroundTasks
+from adapters.chat.run_streams import InProcessChatStreams
+from adapters.postgres.cancel_listener import PgCancelListener
+from application.ports.chat_launcher import BackgroundTasks
+from application.ports.chat_model import ChatModelRegistry
+from application.ports.chat_run_log import ChatRunLog
+from application.ports.chat_streams import ChatStreams
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.knowledge_search import KnowledgeSearch
+from application.ports.skill_catalog import SkillCatalog, SkillSummary
+from application.ports.usage_ledger import UsageLedger
+from application.tools.knowledge_search import KnowledgeSearchTool
+from application.tools.load_skill import LoadSkillTool
+from application.tools.registry import ToolRegistry
+from application.use_cases.cancel_chat_response import CancelChatResponse
+from application.use_cases.follow_chat_response import FollowChatResponse
+from application.use_cases.generate_chat_response import GenerateChatResponse
+from application.use_cases.search_knowledge_base import (
+    SearchKnowledgeBase,
+    SearchKnowledgeBaseQuery,
+)
+from application.use_cases.send_chat_message import SendChatMessage
+from domain.chunks import SearchResult
+from domain.errors import NotFound
+from domain.identity import Caller, Identity
+from domain.usage import PriceList
+from entrypoints.database import Database
+
+
+class OrgScopes:
+    """Opens a short scope of the app container acting as an identity: its own
+    organization-scoped connection, returned when the scope closes."""
+
+    def __init__(self, container: AsyncContainer) -> None:
+        self._container = container
+
+    def acting_as(self, identity: Identity) -> AbstractAsyncContextManager[AsyncContainer]:
+        return self._container(context={Identity: identity})
+
+    def acting_for(self, caller: Caller) -> AbstractAsyncContextManager[AsyncContainer]:
+        """The scope of work done for a member outside their request (their answer)."""
+        return self.acting_as(
+            Identity(
+                user_id=caller.user_id,
+                org_id=caller.org_id,
+                role=caller.role,
+                permissions=caller.permissions,
+            )
+        )
+
+
+class ScopedKnowledgeSearch:
+    """`KnowledgeSearch` through `SearchKnowledgeBase`, each search in its own short scope."""
+
+    def __init__(self, scopes: OrgScopes) -> None:
+        self._scopes = scopes
+
+    async def search(
+        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+    ) -> list[SearchResult]:
+        async with self._scopes.acting_for(caller) as scope:
+            use_case = await scope.get(SearchKnowledgeBase)
+            try:
+                return await use_case.execute(
+                    SearchKnowledgeBaseQuery(
+                        caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k
+                    )
+                )
+            except NotFound:
+                # A knowledge base was deleted after the agent was read: search the others.
+                kbs = await scope.get(KnowledgeBaseRepository)
+                remaining = [k for k in kb_ids if await kbs.get(caller.org_id, k) is not None]
+                if not remaining:
+                    return []
+                return await use_case.execute(
+                    SearchKnowledgeBaseQuery(
+                        caller=caller, kb_ids=list[object](remaining), query=query, top_k=top_k
+                    )
+                )
+
+
+class NoSkillCatalog:
+    """The `SkillCatalog` until skills can be created: no skill is active, so agents are
+    offered no skill tool. The skills feature replaces it with its repository."""
+
+    async def describe(self, org_id: str, skill_ids: list[int]) -> list[SkillSummary]:
+        return []
+
+    async def load(self, org_id: str, skill_id: int) -> str | None:
+        return None
+
+
+class ChatProvider(Provider):
+    """Everything behind `/chat`."""
+
+    scope = Scope.APP
+
+    chat_streams = alias(source=InProcessChatStreams, provides=ChatStreams)
+    tasks = alias(source=AsyncioBackgroundTasks, provides=BackgroundTasks)
+    org_scopes = provide(OrgScopes)
+    knowledge_search = provide(ScopedKnowledgeSearch, provides=KnowledgeSearch)
+    skills = provide(NoSkillCatalog, provides=SkillCatalog)
+    use_cases = provide_all(
+        SendChatMessage, FollowChatResponse, CancelChatResponse, scope=Scope.REQUEST
+    )
+
+    @provide
+    def streams(self, runs: ChatRunLog) -> InProcessChatStreams:
+        return InProcessChatStreams(runs)
+
+    @provide
+    async def background_tasks(self) -> AsyncIterator[AsyncioBackgroundTasks]:
+        tasks = AsyncioBackgroundTasks()
+        yield tasks
+        # Answers still running record that the server stopped, before the pool closes.
+        await tasks.shutdown()
+
+    @provide
+    async def cancel_listener(
+        self, database: Database, tasks: AsyncioBackgroundTasks
+    ) -> AsyncIterator[PgCancelListener]:
+        """Started with the app (its start-up resolves it), so that a cancel sent to another
+        process reaches the one producing the answer."""
+        listener = PgCancelListener(database.url, tasks.cancel)
+        await listener.start()
+        yield listener
+        await listener.stop()
+
+    @provide
+    def tools(self, search: KnowledgeSearch, skills: SkillCatalog) -> ToolRegistry:
+        # The order here is the order the tools are offered to the model.
+        return ToolRegistry([KnowledgeSearchTool(search), LoadSkillTool(skills)])
+
+    @provide
+    def generate(
+        self,
+        models: ChatModelRegistry,
+        runs: ChatRunLog,
+        search: KnowledgeSearch,
+        tools: ToolRegistry,
+        ledger: UsageLedger,
+        prices: PriceList,
+    ) -> GenerateChatResponse:
+        return GenerateChatResponse(models, runs, search, tools, ledger, prices)

@@ -1,0 +1,107 @@
+"""Knowledge bases, files and uploads, processing and search: repositories on the request's
+connection, the extraction sandbox and chunker for the app's life, and the use cases."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import structlog
+from dishka import Provider, Scope, provide, provide_all
+
+from adapters.chunking.llama_index_chunker import LlamaIndexChunker
+from adapters.postgres.chunks import PgChunkRepository
+from adapters.postgres.embedding_parts import PgEmbeddingParts
+from adapters.postgres.repositories import PgFileRepository, PgKnowledgeBaseRepository
+from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
+from adapters.sandboxed_extraction import SandboxedTextExtractor
+from application.ports.chunk_repository import ChunkRepository
+from application.ports.chunker import Chunker
+from application.ports.embedding_parts import EmbeddingParts
+from application.ports.file_repository import FileRepository
+from application.ports.job_queue import JobQueue
+from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.text_extractor import TextExtractor
+from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.associate_file import AssociateFile
+from application.use_cases.create_knowledge_base import CreateKnowledgeBase
+from application.use_cases.create_upload import CreateUpload
+from application.use_cases.delete_file import DeleteFile
+from application.use_cases.delete_knowledge_base import DeleteKnowledgeBase
+from application.use_cases.embed_file_part import EmbedFilePart
+from application.use_cases.list_files import ListFiles
+from application.use_cases.list_knowledge_bases import ListKnowledgeBases
+from application.use_cases.process_file import ProcessFile, ProcessingLimits
+from application.use_cases.reembed_knowledge_base import ReembedKnowledgeBase
+from application.use_cases.reprocess_file import ReprocessFile
+from application.use_cases.search_knowledge_base import SearchKnowledgeBase
+from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
+from domain.extraction import ExtractionLimits
+from domain.uploads import UploadPolicy
+from entrypoints.config import Settings
+
+
+class KnowledgeProvider(Provider):
+    """Everything behind `/knowledge-bases`, `/files`, `/uploads`, search and the processing
+    jobs."""
+
+    scope = Scope.REQUEST
+
+    knowledge_bases = provide(PgKnowledgeBaseRepository, provides=KnowledgeBaseRepository)
+    files = provide(PgFileRepository, provides=FileRepository)
+    chunks = provide(PgChunkRepository, provides=ChunkRepository)
+    embedding_parts = provide(PgEmbeddingParts, provides=EmbeddingParts)
+    jobs = provide(PgQueuerJobQueue, provides=JobQueue)
+    chunker = provide(LlamaIndexChunker, provides=Chunker, scope=Scope.APP)
+
+    use_cases = provide_all(
+        ListKnowledgeBases,
+        UpdateKnowledgeBase,
+        DeleteKnowledgeBase,
+        ListFiles,
+        DeleteFile,
+        CreateUpload,
+        ProcessFile,
+        EmbedFilePart,
+        ReembedKnowledgeBase,
+        SearchKnowledgeBase,
+        ReprocessFile,
+    )
+
+    @provide(scope=Scope.APP)
+    def upload_policy(self, settings: Settings) -> UploadPolicy:
+        return UploadPolicy(max_size=settings.max_upload_size, url_ttl=settings.upload_url_ttl)
+
+    @provide(scope=Scope.APP)
+    def processing_limits(self, settings: Settings) -> ProcessingLimits:
+        return ProcessingLimits(
+            max_object_size=settings.max_upload_size,
+            embedding_part_size=settings.embedding_part_size,
+            extraction=ExtractionLimits(max_pages=settings.extract_max_pages),
+        )
+
+    @provide(scope=Scope.APP)
+    def extractor(self, settings: Settings) -> Iterator[TextExtractor]:
+        extractor = SandboxedTextExtractor(
+            memory_limit=settings.worker_memory_mb * 2**20,
+            timeout=float(settings.extract_timeout),
+            on_event=structlog.get_logger("agent_platform.extraction").warning,
+        )
+        yield extractor
+        extractor.close()
+
+    @provide
+    def create_knowledge_base(
+        self, repo: KnowledgeBaseRepository, uow: UnitOfWork, settings: Settings
+    ) -> CreateKnowledgeBase:
+        return CreateKnowledgeBase(repo, uow, settings.default_embedding_model)
+
+    @provide
+    def associate_file(
+        self,
+        kbs: KnowledgeBaseRepository,
+        files: FileRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+        settings: Settings,
+    ) -> AssociateFile:
+        return AssociateFile(kbs, files, jobs, uow, settings.max_upload_size)
