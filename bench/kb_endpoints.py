@@ -450,7 +450,12 @@ def run(args: argparse.Namespace) -> int:
         pgdata = data_dir / "pgdata"
         try:
             full_port, bare_port = free_port(), free_port()
-            env = {"AP_DATA_DIR": str(data_dir), "AP_PORT": str(full_port)}
+            env = {
+                "AP_DATA_DIR": str(data_dir),
+                "AP_PORT": str(full_port),
+                # The files stay `parsing`, as both servers must list them alike.
+                "AP_WORKER_IN_PROCESS": "false",
+            }
             print(f"starting agent-platform serve on :{full_port} (data dir {data_dir})")
             started.append(
                 start("serve", [executable("agent-platform"), "serve"], env, data_dir / "serve.log")
