@@ -5,17 +5,14 @@ machine that installed `agent-platform` without `[local]` and `[embedded]`."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
-from tests.conftest import free_port
+from tests.e2e.serving import BIN, Server
 
-BIN = Path(sys.executable).parent / "agent-platform"
 BLOCKER = """
 import sys
 
@@ -61,47 +58,27 @@ def test_the_blocker_hides_the_optional_packages(tmp_path):
 
 
 def test_serve_with_openai_models_and_an_external_database_needs_no_extra(tmp_path, database):
-    port = free_port()
-    env = base_install_env(
+    server = Server(
         tmp_path,
-        AP_PORT=str(port),
-        AP_DATABASE_URL=database.url,
-        AP_DEFAULT_CHAT_MODEL="openai:gpt-4o-mini",
-        AP_DEFAULT_EMBEDDING_MODEL="openai:text-embedding-3-small",
+        base_install_env(
+            tmp_path,
+            AP_DATABASE_URL=database.url,
+            AP_DEFAULT_CHAT_MODEL="openai:gpt-4o-mini",
+            AP_DEFAULT_EMBEDDING_MODEL="openai:text-embedding-3-small",
+        ),
     )
-    server = subprocess.Popen(
-        [BIN, "serve"], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-    )
+    server.start(timeout=60)
     try:
-        base = f"http://127.0.0.1:{port}"
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert server.poll() is None, server.stdout.read().decode() if server.stdout else ""
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.3)
-        token = subprocess.run(
-            [BIN, "token", "--org", "org_base", "--user", "u1", "--role", "admin"],
-            env=env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        headers = {"Authorization": f"Bearer {token}"}
-        created = httpx.post(f"{base}/kb/manage", json={"name": "Base"}, headers=headers)
+        headers = server.headers(org="org_base")
+        created = httpx.post(f"{server.base}/kb/manage", json={"name": "Base"}, headers=headers)
         assert created.status_code == 201, created.text
         kb = created.json()["knowledgeBase"]
         assert kb["embeddingModel"] == "openai:text-embedding-3-small"
-        agent = httpx.post(f"{base}/agents", json={"name": "Helper"}, headers=headers)
+        agent = httpx.post(f"{server.base}/agents", json={"name": "Helper"}, headers=headers)
         assert agent.status_code == 201, agent.text
         assert agent.json()["agent"]["model"] == "openai:gpt-4o-mini"
     finally:
-        server.send_signal(signal.SIGTERM)
-        output = server.communicate(timeout=30)[0].decode()
+        output = server.stop()
     assert "ModuleNotFoundError" not in output and "Traceback" not in output, output
 
 

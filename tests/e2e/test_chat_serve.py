@@ -4,68 +4,15 @@ both response modes, a client that disconnects, the AI SDK's parser, and a shutd
 from __future__ import annotations
 
 import json
-import os
-import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from tests.ai_sdk import assert_accepted, run_ai_sdk_parser
-from tests.conftest import free_port
-
-BIN = Path(sys.executable).parent / "agent-platform"
-
-
-class Server:
-    def __init__(self, data_dir: Path) -> None:
-        self.port = free_port()
-        self.env = {**os.environ, "AP_DATA_DIR": str(data_dir), "AP_PORT": str(self.port)}
-        self.env.pop("AP_DATABASE_URL", None)
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.process: subprocess.Popen[bytes] | None = None
-
-    def start(self) -> None:
-        self.process = subprocess.Popen(
-            [BIN, "serve"], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.process.poll() is None, self.output()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.3)
-
-    def stop(self) -> str:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        output = self.process.communicate(timeout=60)[0].decode()
-        self.process = None
-        return output
-
-    def output(self) -> str:
-        if self.process is None or self.process.stdout is None:
-            return ""
-        return self.process.stdout.read().decode()
-
-    def headers(self) -> dict[str, str]:
-        token = subprocess.run(
-            [BIN, "token", "--org", "org_chat", "--user", "u1", "--role", "admin"],
-            env=self.env,
-            check=True,
-            capture_output=True,
-            text=True,
-        ).stdout.strip()
-        return {"Authorization": f"Bearer {token}"}
+from tests.e2e.serving import Server
 
 
 @pytest.fixture

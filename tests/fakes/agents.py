@@ -105,6 +105,28 @@ class FakeAgents:
         return [t for t in tag_ids if t not in self.tags or self.tags[t].org_id != org_id]
 
 
+AN_AGENT = Agent(
+    id=7,
+    org_id="org_a",
+    user_id="user_1",
+    name="Helper",
+    description="Answers questions about the handbook.",
+    role="You answer briefly.",
+    model="openai:gpt-4o-mini",
+    knowledge_base_ids=[],
+    skill_ids=[],
+    tags=[],
+    created_at=datetime(2026, 1, 1, tzinfo=UTC),
+    updated_at=datetime(2026, 1, 1, tzinfo=UTC),
+)
+
+
+def an_agent(**changes: Any) -> Agent:
+    """Agent 7 of `org_a` on `openai:gpt-4o-mini`, with no knowledge base or skill, but for
+    `changes`."""
+    return dataclasses.replace(AN_AGENT, **changes)
+
+
 if TYPE_CHECKING:  # mypy checks the fake against the port it stands in for
     _agents: AgentRepository = FakeAgents()
     _agents_store: Restorable[AgentsState] = FakeAgents()

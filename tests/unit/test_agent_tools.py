@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 import pytest
 
 from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
@@ -13,31 +11,12 @@ from application.tools.load_skill import SKILL_TOOL, LoadSkillTool
 from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.identity import Caller
+from tests.fakes.agents import an_agent as agent
 from tests.fakes.chat import FakeKnowledgeSearch, FakeSkillCatalog
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CALLER = Caller(user_id="user_1", org_id="org_a")
 TONE = SkillSummary(id=3, name="tone", description="House style")
 LEGAL = SkillSummary(id=4, name="legal", description="Contract review")
-
-
-def agent(**changes: object) -> Agent:
-    fields: dict[str, object] = {
-        "id": 7,
-        "org_id": "org_a",
-        "user_id": "user_1",
-        "name": "Helper",
-        "description": "",
-        "role": "",
-        "model": "openai:gpt-4o-mini",
-        "knowledge_base_ids": [],
-        "skill_ids": [],
-        "tags": [],
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    fields.update(changes)
-    return Agent(**fields)  # type: ignore[arg-type]
 
 
 def passage(chunk_id: int, page: int | None = 3, text: str = "25 days of leave.") -> SearchResult:

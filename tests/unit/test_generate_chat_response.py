@@ -35,6 +35,7 @@ from domain.chunks import SearchResult
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
 from domain.usage import PriceList
+from tests.fakes.agents import an_agent as agent
 from tests.fakes.chat import (
     FakeKnowledgeSearch,
     FakeRunLog,
@@ -48,25 +49,6 @@ from tests.fakes.chat import (
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CALLER = Caller(user_id="user_1", org_id="org_a")
-
-
-def agent(**changes: object) -> Agent:
-    fields: dict[str, object] = {
-        "id": 7,
-        "org_id": "org_a",
-        "user_id": "user_1",
-        "name": "Helper",
-        "description": "Answers questions about the handbook.",
-        "role": "You answer briefly.",
-        "model": "openai:gpt-4o-mini",
-        "knowledge_base_ids": [],
-        "skill_ids": [],
-        "tags": [],
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    fields.update(changes)
-    return Agent(**fields)  # type: ignore[arg-type]
 
 
 def message(role: str, text: str, number: int = 1) -> StoredMessage:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -12,28 +11,9 @@ from application.ports.chat_model import ToolCall, ToolSpec
 from application.tools.registry import Toolbox, ToolRegistry
 from domain.agents import Agent
 from domain.identity import Caller
+from tests.fakes.agents import an_agent as agent
 
-NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CALLER = Caller(user_id="user_1", org_id="org_a")
-
-
-def agent(**changes: object) -> Agent:
-    fields: dict[str, object] = {
-        "id": 7,
-        "org_id": "org_a",
-        "user_id": "user_1",
-        "name": "Helper",
-        "description": "",
-        "role": "",
-        "model": "openai:gpt-4o-mini",
-        "knowledge_base_ids": [],
-        "skill_ids": [],
-        "tags": [],
-        "created_at": NOW,
-        "updated_at": NOW,
-    }
-    fields.update(changes)
-    return Agent(**fields)  # type: ignore[arg-type]
 
 
 class EchoTool:

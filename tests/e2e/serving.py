@@ -1,0 +1,69 @@
+"""`agent-platform serve` as a child process, for the end-to-end tests."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.conftest import free_port
+
+BIN = Path(sys.executable).parent / "agent-platform"
+
+
+class Server:
+    """`serve` on a free port with its data under `data_dir` (the embedded database unless
+    `env` names one); `env` adds to or replaces the inherited environment."""
+
+    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
+        self.port = free_port()
+        self.env = {**os.environ, "AP_DATA_DIR": str(data_dir), "AP_PORT": str(self.port)}
+        self.env.pop("AP_DATABASE_URL", None)
+        self.env.update(env or {})
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 90) -> None:
+        """Start it and wait until `/health` answers."""
+        self.process = subprocess.Popen(
+            [BIN, "serve"], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            assert self.process.poll() is None, self.output()
+            assert time.monotonic() < deadline, "serve did not come up"
+            time.sleep(0.3)
+
+    def stop(self) -> str:
+        """SIGTERM, then everything it printed."""
+        assert self.process is not None
+        self.process.send_signal(signal.SIGTERM)
+        output = self.process.communicate(timeout=60)[0].decode()
+        self.process = None
+        return output
+
+    def output(self) -> str:
+        if self.process is None or self.process.stdout is None:
+            return ""
+        return self.process.stdout.read().decode()
+
+    def headers(self, org: str = "org_chat", user: str = "u1") -> dict[str, str]:
+        """A development bearer token of an admin of `org`."""
+        token = subprocess.run(
+            [BIN, "token", "--org", org, "--user", user, "--role", "admin"],
+            env=self.env,
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout.strip()
+        return {"Authorization": f"Bearer {token}"}
