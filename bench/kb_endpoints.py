@@ -384,7 +384,9 @@ def section(
         f"over loopback, one server at a time; a {args.warmup:g}s warm-up per target, then "
         f"{args.rounds} interleaved rounds; the figures are the medians over the rounds.",
         f"- Data: organization `{ORG_ID}` with {KB_COUNT} knowledge bases, {FILE_COUNT} files "
-        f"in one of them (status `parsing`, no worker running); response bodies "
+        f"in one of them (status `parsing`: serve runs without its worker child, "
+        "`AP_WORKER_IN_PROCESS=false`, since 2026-11-23; before, the worker could change a "
+        "file between the two servers' reads); response bodies "
         f"{sizes['files'] / 1024:.0f} KiB (files) and {sizes['manage'] / 1024:.0f} KiB "
         "(manage), identical on both servers.",
         "- full: `agent-platform serve` on embedded PostgreSQL 18 (one uvicorn worker, "

@@ -1,4 +1,4 @@
-r"""Alembic environment: runs migrations online over asyncpg as the schema owner.
+"""Alembic environment: runs migrations online over asyncpg as the schema owner.
 
 The models (`adapters.postgres.models`) are the schema's declaration and Alembic's target
 metadata: `alembic revision --autogenerate` writes the migration that brings a database at head
@@ -23,9 +23,9 @@ else the `sqlalchemy.url` option, else the one the service would migrate:
 
 Adding a migration (the README's "Adding a migration" says more):
     agent-platform migrate        # the database compared with must be at head
-    # change the models, then, from the repository's root:
-    alembic -c <(printf '[alembic]\nscript_location = migrations\n') \
-        revision --autogenerate --rev-id 0006 -m "what it does"
+    # change the models, then, from the repository's root (pyproject.toml's [tool.alembic]
+    # names this folder):
+    alembic revision --autogenerate --rev-id 0006 -m "what it does"
 An autogenerate that finds no difference writes no file.
 """
 

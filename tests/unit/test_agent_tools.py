@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 
 from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
+from application.ports.knowledge_search import PASSAGE_CHARS
 from application.ports.skill_catalog import SkillSummary
-from application.tools.knowledge_search import PASSAGE_CHARS, SEARCH_TOOL, KnowledgeSearchTool
+from application.tools.knowledge_search import SEARCH_TOOL, KnowledgeSearchTool
 from application.tools.load_skill import SKILL_TOOL, LoadSkillTool
 from domain.agents import Agent
 from domain.chunks import SearchResult

@@ -4,6 +4,12 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.optional import (
+    EMBEDDED_DATABASE_PACKAGES,
+    LOCAL_CHAT_PACKAGES,
+    LOCAL_EMBEDDING_PACKAGES,
+    installed,
+)
 from entrypoints import extras
 from entrypoints.config import Settings
 
@@ -20,7 +26,9 @@ def without(monkeypatch: pytest.MonkeyPatch, *modules: str) -> None:
 
 
 def test_the_base_install_serves_openai_models_on_an_external_database(monkeypatch):
-    without(monkeypatch, *extras.LOCAL_CHAT, *extras.LOCAL_EMBEDDINGS, *extras.EMBEDDED_DATABASE)
+    without(
+        monkeypatch, *LOCAL_CHAT_PACKAGES, *LOCAL_EMBEDDING_PACKAGES, *EMBEDDED_DATABASE_PACKAGES
+    )
     assert extras.missing_extras(Settings(**OPENAI_ONLY)) == []
 
 
@@ -51,12 +59,12 @@ def test_the_embedded_database_without_its_extra_names_it(monkeypatch):
 
 
 def test_migrate_needs_no_model(monkeypatch):
-    without(monkeypatch, *extras.LOCAL_CHAT, *extras.LOCAL_EMBEDDINGS)
+    without(monkeypatch, *LOCAL_CHAT_PACKAGES, *LOCAL_EMBEDDING_PACKAGES)
     local = Settings(database_url="postgresql://app@db.internal/agent_platform")
     assert extras.missing_extras(local, models=False) == []
     assert len(extras.missing_extras(local)) == 2
 
 
 def test_installed_tells_present_from_absent_modules():
-    assert extras.installed("json")
-    assert not extras.installed("no_such_module_for_agent_platform")
+    assert installed("json")
+    assert not installed("no_such_module_for_agent_platform")

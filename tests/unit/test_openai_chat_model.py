@@ -198,6 +198,18 @@ async def test_garbage_in_the_same_read_fails_after_the_text_before_it():
     assert failure.message == "The model provider sent an answer that could not be read."
 
 
+async def test_no_output_limit_sends_no_limit_field():
+    provider = Provider(stream(delta("ok", finish="stop"), DONE))
+    request = ChatRequest(
+        model="gpt-4o-mini", turns=[ChatTurn(role="user", content="Hi")], max_output_tokens=None
+    )
+
+    await collect(make_model(provider), request)
+
+    payload = provider.payload()
+    assert "max_tokens" not in payload and "max_completion_tokens" not in payload
+
+
 async def test_turns_tools_and_tool_choice_are_sent_in_openai_form():
     provider = Provider(stream(delta("ok", finish="stop"), DONE))
     call = ToolCall(id="call_1", name="get_weather", arguments={"city": "Paris"})

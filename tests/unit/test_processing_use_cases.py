@@ -299,6 +299,30 @@ async def test_search_embeds_once_per_model_and_checks_every_knowledge_base(
             )
 
 
+async def test_an_agents_search_leaves_out_knowledge_bases_gone_since(world, caller, stranger):
+    from application.use_cases.search_knowledge_base import (
+        SearchKnowledgeBase,
+        SearchKnowledgeBaseQuery,
+    )
+
+    kept = await create(world, caller)
+    foreign = await create(world, stranger)
+    chunks = RecordingChunks()
+    search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry())
+    await search.execute(
+        SearchKnowledgeBaseQuery(
+            caller=caller, kb_ids=[kept, foreign, 999], query="leave", skip_missing=True
+        )
+    )
+    _, _, scopes, _ = chunks.searched
+    assert [s.knowledge_base_ids for s in scopes] == [[kept]]
+    chunks.searched = None
+    found = await search.execute(
+        SearchKnowledgeBaseQuery(caller=caller, kb_ids=[foreign], query="x", skip_missing=True)
+    )
+    assert found == [] and chunks.searched is None
+
+
 async def test_reprocess_restarts_the_file_and_queues_it(world, caller, chunks):
     from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCommand
 

@@ -66,6 +66,15 @@ async def test_the_answer_is_streamed_from_the_registrys_model_and_validated():
     assert "Invoice total" in user.content
 
 
+async def test_a_remote_answer_is_as_long_as_the_model_allows_by_default():
+    chat = ScriptedChatModel(text_script('{"total": 12.5, "currency": "EUR"}'))
+
+    await extract(ChatStructuredExtractor(Registry({"openai:gpt-4o-mini": chat})))
+
+    (request,) = chat.requests
+    assert request.max_output_tokens is None
+
+
 async def test_the_bundled_model_gets_a_shorter_prompt():
     chat = ScriptedChatModel(text_script('{"total": 1, "currency": "USD"}'))
     extractor = ChatStructuredExtractor(Registry({"local:smollm2-135m": chat}))

@@ -24,6 +24,9 @@ from application.ports.chat_model import (
     Usage,
 )
 
+# "No limit of its own": the runner clips it to the context the prompt leaves.
+UNBOUNDED_TOKENS = 1_000_000
+
 
 class LlamaCppChatModel:
     """The bundled model behind one supervised runner (`settings` say how it runs)."""
@@ -57,7 +60,7 @@ class LlamaCppChatModel:
         # kept as what it is, text.
         events = self._runner.generate(
             [(turn.role, turn.content) for turn in request.turns],
-            max_tokens=request.max_output_tokens,
+            max_tokens=request.max_output_tokens or UNBOUNDED_TOKENS,
             temperature=request.temperature,
             json_schema=request.response_schema,
         )

@@ -31,8 +31,9 @@ def payload(
         "model": request.model or model,
         "messages": [message(turn) for turn in request.turns],
         "stream": True,
-        limit_field: request.max_output_tokens,
     }
+    if request.max_output_tokens is not None:
+        body[limit_field] = request.max_output_tokens
     if stream_options:
         body["stream_options"] = {"include_usage": True}
     if request.temperature is not None:

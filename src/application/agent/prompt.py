@@ -7,8 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from application.ports.chat_model import ChatTurn
-from application.ports.knowledge_search import KnowledgeSearch
-from application.tools.knowledge_search import PASSAGE_CHARS, QUERY_CHARS
+from application.ports.knowledge_search import PASSAGE_CHARS, QUERY_CHARS, KnowledgeSearch
 from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.conversations import StoredMessage

@@ -50,6 +50,7 @@ class ChatTurn:
 class ChatRequest:
     """A prompt for one model call. `model` is the model's name at its provider (no prefix).
 
+    `max_output_tokens` None leaves the answer's length to the model's own limit.
     `tool_choice` is the provider's default when None; otherwise `auto`, `none`, `required`
     (some tool must be called) or the name of one of `tools` that must be called.
     `response_schema`, a JSON Schema, asks for an answer that is one JSON object matching it
@@ -58,7 +59,7 @@ class ChatRequest:
     model: str
     turns: Sequence[ChatTurn]
     tools: Sequence[ToolSpec] = ()
-    max_output_tokens: int = 1024
+    max_output_tokens: int | None = 1024
     temperature: float | None = None
     tool_choice: str | None = None
     response_schema: Mapping[str, Any] | None = None

@@ -5,6 +5,11 @@ from typing import Protocol
 from domain.chunks import SearchResult
 from domain.identity import Caller
 
+QUERY_CHARS = 2000
+"""The longest query a search takes (the agent's are cut to it)."""
+PASSAGE_CHARS = 1200
+"""How much of each passage found the model reads, wherever the agent searches from."""
+
 
 class KnowledgeSearch(Protocol):
     """Searches knowledge bases on behalf of a member, from work running outside a request

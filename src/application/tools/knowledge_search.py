@@ -4,16 +4,13 @@ from typing import Any
 
 from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_model import ToolSpec
-from application.ports.knowledge_search import KnowledgeSearch
+from application.ports.knowledge_search import PASSAGE_CHARS, QUERY_CHARS, KnowledgeSearch
 from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.identity import Caller
 
 SEARCH_TOOL = "search_knowledge_base"
 SEARCH_RESULTS = 6
-# Shared with the search the prompt starts with, so both show the model the same passages.
-QUERY_CHARS = 2000
-PASSAGE_CHARS = 1200
 
 SPEC = ToolSpec(
     name=SEARCH_TOOL,

@@ -22,13 +22,16 @@ class SearchKnowledgeBaseQuery:
     kb_ids: list[object]
     query: object
     top_k: object = None
+    skip_missing: bool = False
 
 
 class SearchKnowledgeBase:
     """Find the passages of one or more knowledge bases that best answer a query.
 
     Rules: 1 to 20 knowledge bases, each a positive integer id of the caller's organization
-    (a foreign or missing one is 404 "Knowledge base not found"); a query of 1 to 2000
+    (a foreign or missing one is 404 "Knowledge base not found", unless `skip_missing`: then
+    it is left out, as for an agent whose knowledge base was deleted after it was read, and
+    none left finds nothing); a query of 1 to 2000
     characters; `top_k` from 1 to 50, default 8. The query is embedded once per embedding model
     in use among them; results fuse vector and full-text rankings, best first, and come from
     each knowledge base's current model (not one still being re-embedded). Chat reuses it.
@@ -63,9 +66,13 @@ class SearchKnowledgeBase:
         groups: dict[tuple[str, int], list[int]] = defaultdict(list)
         for kb_id in kb_ids:
             kb = await self._kbs.get(query.caller.org_id, kb_id)
+            if kb is None and query.skip_missing:
+                continue
             if kb is None:
                 raise NotFound(KB_NOT_FOUND)
             groups[(kb.embedding_model, kb.embedding_dimensions)].append(kb.id)
+        if not groups:
+            return []
         scopes = []
         for (model, dimensions), ids in groups.items():
             (vector,) = await self._embedders.get(model, dimensions).embed([query.query])

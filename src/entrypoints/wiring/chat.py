@@ -20,13 +20,13 @@ from dishka import AsyncContainer, Provider, Scope, alias, provide, provide_all
 from adapters.background import AsyncioBackgroundTasks
 from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.cancel_listener import PgCancelListener
+from adapters.skills import NoSkillCatalog
 from application.ports.chat_launcher import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreams
-from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.knowledge_search import KnowledgeSearch
-from application.ports.skill_catalog import SkillCatalog, SkillSummary
+from application.ports.skill_catalog import SkillCatalog
 from application.ports.usage_ledger import UsageLedger
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
@@ -40,7 +40,6 @@ from application.use_cases.search_knowledge_base import (
 )
 from application.use_cases.send_chat_message import SendChatMessage
 from domain.chunks import SearchResult
-from domain.errors import NotFound
 from domain.identity import Caller, Identity
 from domain.usage import PriceList
 from entrypoints.database import Database
@@ -78,35 +77,11 @@ class ScopedKnowledgeSearch:
         self, caller: Caller, kb_ids: list[int], query: str, top_k: int
     ) -> list[SearchResult]:
         async with self._scopes.acting_for(caller) as scope:
-            use_case = await scope.get(SearchKnowledgeBase)
-            try:
-                return await use_case.execute(
-                    SearchKnowledgeBaseQuery(
-                        caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k
-                    )
+            return await (await scope.get(SearchKnowledgeBase)).execute(
+                SearchKnowledgeBaseQuery(
+                    caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k, skip_missing=True
                 )
-            except NotFound:
-                # A knowledge base was deleted after the agent was read: search the others.
-                kbs = await scope.get(KnowledgeBaseRepository)
-                remaining = [k for k in kb_ids if await kbs.get(caller.org_id, k) is not None]
-                if not remaining:
-                    return []
-                return await use_case.execute(
-                    SearchKnowledgeBaseQuery(
-                        caller=caller, kb_ids=list[object](remaining), query=query, top_k=top_k
-                    )
-                )
-
-
-class NoSkillCatalog:
-    """The `SkillCatalog` until skills can be created: no skill is active, so agents are
-    offered no skill tool. The skills feature replaces it with its repository."""
-
-    async def describe(self, org_id: str, skill_ids: list[int]) -> list[SkillSummary]:
-        return []
-
-    async def load(self, org_id: str, skill_id: int) -> str | None:
-        return None
+            )
 
 
 class ChatProvider(Provider):
