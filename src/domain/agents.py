@@ -10,6 +10,7 @@ from domain.errors import Forbidden, Invalid, field_error
 from domain.identity import AGENTS_MANAGE, Caller
 from domain.ids import parse_positive_id
 from domain.models import CHAT_PROVIDERS, LOCAL_CHAT_MODELS, parse_model_ref
+from domain.text import check_single_line, check_storable
 
 AGENT_NOT_FOUND = "Agent not found"
 AGENT_ID_REQUIRED = "Valid agent ID is required"
@@ -77,7 +78,8 @@ def require_agent_manager(caller: Caller) -> None:
 
 
 def validate_agent_name(value: object) -> str:
-    """A name is a non-empty string of at most 200 characters after trimming."""
+    """A name is a non-empty string of at most 200 characters after trimming, on one line,
+    without control characters (the title rule, `domain.text.check_single_line`)."""
     if not isinstance(value, str) or not value.strip():
         raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
     name = value.strip()
@@ -85,11 +87,11 @@ def validate_agent_name(value: object) -> str:
         raise Invalid(
             f"Name must be at most {MAX_AGENT_NAME} characters", [field_error("name", "too long")]
         )
-    return name
+    return check_single_line(name, "name")
 
 
 def validate_text(value: object, *, field: str, limit: int) -> str:
-    """An optional free text of at most `limit` characters; absent means empty."""
+    """An optional free text of at most `limit` characters, without NUL; absent means empty."""
     if value is None:
         return ""
     if not isinstance(value, str):
@@ -98,7 +100,7 @@ def validate_text(value: object, *, field: str, limit: int) -> str:
         raise Invalid(
             f"{field} must be at most {limit} characters", [field_error(field, "too long")]
         )
-    return value.strip()
+    return check_storable(value, field).strip()
 
 
 def validate_chat_model(value: object, *, field: str = "model") -> str:
@@ -134,7 +136,8 @@ def validate_id_list(value: object, *, field: str) -> list[int]:
 
 
 def validate_tag_name(value: object) -> str:
-    """A tag name is a non-empty string of at most 64 characters after trimming."""
+    """A tag name is a non-empty string of at most 64 characters after trimming, on one line,
+    without control characters (the title rule)."""
     if not isinstance(value, str) or not value.strip():
         raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
     name = value.strip()
@@ -142,7 +145,7 @@ def validate_tag_name(value: object) -> str:
         raise Invalid(
             f"Name must be at most {MAX_TAG_NAME} characters", [field_error("name", "too long")]
         )
-    return name
+    return check_single_line(name, "name")
 
 
 def validate_tag_color(value: object) -> str | None:

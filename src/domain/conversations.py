@@ -16,7 +16,8 @@ from typing import Any
 
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
-from domain.ids import parse_uuid
+from domain.ids import parse_positive_id, parse_uuid
+from domain.text import BIDI_CONTROLS, check_single_line, check_storable
 
 CONVERSATION_NOT_FOUND = "Conversation not found"
 THREAD_ID_INVALID = "threadId must be a valid UUID"
@@ -157,12 +158,9 @@ def parse_thread_id(value: object) -> str:
     return parse_uuid(value, THREAD_ID_INVALID)
 
 
-def _has_control(text: str) -> bool:
-    return any(unicodedata.category(c) == "Cc" for c in text)
-
-
 def validate_title(value: object, *, field: str = "title") -> str:
-    """A title is 1 to 120 characters after trimming, on one line, without control characters."""
+    """A title is 1 to 120 characters after trimming, on one line, without control characters
+    or bidirectional controls (`domain.text.check_single_line`)."""
     if not isinstance(value, str):
         raise Invalid(f"{field} must be a string", [field_error(field, "expected a string")])
     title = value.strip()
@@ -172,18 +170,15 @@ def validate_title(value: object, *, field: str = "title") -> str:
         raise Invalid(
             f"{field} must be at most {MAX_TITLE} characters", [field_error(field, "too long")]
         )
-    if "\n" in title or "\r" in title or "\u2028" in title or "\u2029" in title:
-        raise Invalid(f"{field} must be a single line", [field_error(field, "contains a newline")])
-    if _has_control(title):
-        raise Invalid(
-            f"{field} must not contain control characters",
-            [field_error(field, "contains a control character")],
-        )
-    return title
+    return check_single_line(title, field)
 
 
 def _clean_line(text: str) -> str:
-    kept = "".join(" " if unicodedata.category(c) in ("Cc", "Zl", "Zp") else c for c in text)
+    kept = "".join(
+        " " if unicodedata.category(c) in ("Cc", "Zl", "Zp", "Cs") else c
+        for c in text
+        if c not in BIDI_CONTROLS
+    )
     return re.sub(r"\s+", " ", kept).strip()
 
 
@@ -263,7 +258,7 @@ def _validate_part(part: object, where: str) -> dict[str, Any]:
             raise _invalid("A text part needs non-empty text", f"{where}.text")
         if len(text) > MAX_TEXT:
             raise _invalid(f"A text part may hold at most {MAX_TEXT} characters", f"{where}.text")
-        return {"type": "text", "text": text}
+        return {"type": "text", "text": check_storable(text, f"{where}.text")}
     if kind == "file":
         url = part.get("url")
         media_type = part.get("mediaType")
@@ -274,6 +269,10 @@ def _validate_part(part: object, where: str) -> dict[str, Any]:
             raise _invalid("A file part needs a mediaType", f"{where}.mediaType")
         if filename is not None and not isinstance(filename, str):
             raise _invalid("filename must be a string", f"{where}.filename")
+        check_storable(url, f"{where}.url")
+        check_storable(media_type, f"{where}.mediaType")
+        if filename:
+            check_storable(filename, f"{where}.filename")
         stored: dict[str, Any] = {"type": "file", "mediaType": media_type, "url": url}
         if filename:
             stored["filename"] = filename
@@ -312,10 +311,11 @@ def validate_list_limit(value: object) -> int:
     """A page size from 1 to 100, default 20."""
     if value is None or value == "":
         return DEFAULT_LIST
+    message = f"limit must be an integer from 1 to {MAX_LIST}"
     try:
-        limit = int(str(value))
-    except ValueError:
-        raise _invalid(f"limit must be an integer from 1 to {MAX_LIST}", "limit") from None
-    if not 1 <= limit <= MAX_LIST:
-        raise _invalid(f"limit must be an integer from 1 to {MAX_LIST}", "limit")
+        limit = parse_positive_id(value, message)
+    except Invalid:
+        raise _invalid(message, "limit") from None
+    if limit > MAX_LIST:
+        raise _invalid(message, "limit")
     return limit

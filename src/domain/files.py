@@ -15,6 +15,11 @@ FILE_FIELDS_REQUIRED = "File ID, name, file key, content key, and content type a
 FILE_NOT_FOUND = "File not found"
 FILE_ID_REQUIRED = "Valid file ID is required"
 MAX_FILE_NAME = 255
+CONTENT_NAME = "content.md"
+RESERVED_NAMES = frozenset({CONTENT_NAME, "images"})
+# Control characters (Cc), format characters such as bidi overrides and isolates (Cf),
+# surrogates (Cs), private use (Co), unassigned (Cn), line and paragraph separators (Zl, Zp).
+_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _CONTENT_TYPE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
 )
@@ -99,7 +104,7 @@ def file_folder(org_id: str, file_id: str) -> str:
 def storage_keys(org_id: str, file_id: str, file_name: str) -> tuple[str, str]:
     """The file key and content key handed out for an upload."""
     folder = file_folder(org_id, file_id)
-    return f"{folder}{safe_file_name(file_name)}", f"{folder}content.md"
+    return f"{folder}{safe_file_name(file_name)}", f"{folder}{CONTENT_NAME}"
 
 
 def safe_file_name(name: str) -> str:
@@ -107,8 +112,9 @@ def safe_file_name(name: str) -> str:
     ascii_name = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode()
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", ascii_name).strip("._")
     cleaned = re.sub(r"_+", "_", cleaned)[:120]
-    # content.md is the extracted text's key: an original of that name must not overwrite it.
-    if not cleaned or cleaned == "content.md":
+    # content.md is the extracted text's key and images/ the page images' folder: an original
+    # of either name must not take their place.
+    if not cleaned or cleaned in RESERVED_NAMES:
         cleaned = f"original_{cleaned}" if cleaned else "file"
     return cleaned
 
@@ -122,8 +128,16 @@ def is_safe_key(key: str) -> bool:
 
 
 def validate_file_name(value: str) -> str:
-    """A file name is 1 to 255 printable characters with no path separator."""
-    name = value.strip()
+    """A file name is 1 to 255 printable characters with no path separator.
+
+    Surrounding spaces are dropped; a control character (NUL, newline, tab, ...), a bidi
+    override or isolate or any other invisible format character anywhere is refused."""
+    if any(unicodedata.category(char) in _REFUSED_CATEGORIES for char in value):
+        raise Invalid(
+            "File name must not contain control or invisible formatting characters",
+            [field_error("fileName", "contains a control or formatting character")],
+        )
+    name = value.strip(" ")
     if not name or len(name) > MAX_FILE_NAME or not name.isprintable():
         raise Invalid(
             f"File name must be 1 to {MAX_FILE_NAME} printable characters",

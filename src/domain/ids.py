@@ -1,22 +1,34 @@
-"""Parsing of identifiers that arrive as untrusted input."""
+"""Parsing of identifiers that arrive as untrusted input.
+
+Only canonical forms are accepted: an integer id is a JSON integer or a string of ASCII digits
+(no sign, space or separator) of at most 2^63 - 1; a uuid is the 8-4-4-4-12 hexadecimal form,
+given back in lower case (the hexadecimal digits may arrive in either case, RFC 9562 §4).
+Braces, `urn:uuid:`, missing dashes and surrounding spaces are refused. Lengths are checked
+before any conversion, so a long string costs nothing.
+"""
 
 from __future__ import annotations
 
-import uuid
+import re
 
 from domain.errors import Invalid
 
 MAX_BIGINT = 2**63 - 1
+_DIGITS = re.compile(r"[0-9]{1,19}")
+UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
+"""The canonical 8-4-4-4-12 form (upper-case hex is accepted and answered in lower case)."""
+_UUID = re.compile(UUID_PATTERN)
 
 
 def parse_positive_id(value: object, message: str) -> int:
-    """A positive 64-bit integer id from an int or a string of digits; `Invalid(message)` else."""
+    """A positive 64-bit integer id from an int or a string of ASCII digits; `Invalid(message)`
+    else."""
     if isinstance(value, bool):
         raise Invalid(message)
     if isinstance(value, int):
         number = value
-    elif isinstance(value, str) and value.strip().isdigit() and value.strip().isascii():
-        number = int(value.strip())
+    elif isinstance(value, str) and _DIGITS.fullmatch(value):
+        number = int(value)
     else:
         raise Invalid(message)
     if not 0 < number <= MAX_BIGINT:
@@ -25,11 +37,8 @@ def parse_positive_id(value: object, message: str) -> int:
 
 
 def parse_uuid(value: object, message: str) -> str:
-    """A canonical lower-case uuid string; `Invalid(message)` for anything else."""
-    if not isinstance(value, str):
+    """A uuid in the canonical 8-4-4-4-12 form, returned in lower case; `Invalid(message)` for
+    anything else."""
+    if not isinstance(value, str) or not _UUID.fullmatch(value):
         raise Invalid(message)
-    try:
-        parsed = uuid.UUID(value)
-    except ValueError:
-        raise Invalid(message) from None
-    return str(parsed)
+    return value.lower()

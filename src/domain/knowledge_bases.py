@@ -11,6 +11,7 @@ from typing import Any
 from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
 from domain.errors import Invalid, field_error
 from domain.models import CHAT_PROVIDERS, LOCAL_CHAT_MODELS, parse_model_ref
+from domain.text import check_single_line, check_storable, check_storable_json
 
 KB_NOT_FOUND = "Knowledge base not found"
 KB_ID_REQUIRED = "Valid knowledge base ID is required"
@@ -91,7 +92,8 @@ class NewKnowledgeBase:
 
 
 def validate_name(value: object) -> str:
-    """A name is a non-empty string of at most 200 characters after trimming."""
+    """A name is a non-empty string of at most 200 characters after trimming, on one line,
+    without control characters (the title rule, `domain.text.check_single_line`)."""
     if not isinstance(value, str) or not value.strip():
         raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
     name = value.strip()
@@ -100,7 +102,7 @@ def validate_name(value: object) -> str:
             f"Name must be at most {MAX_NAME} characters",
             [field_error("name", "too long")],
         )
-    return name
+    return check_single_line(name, "name")
 
 
 def validate_description(value: object) -> str:
@@ -116,7 +118,7 @@ def validate_description(value: object) -> str:
             f"Description must be at most {MAX_DESCRIPTION} characters",
             [field_error("description", "too long")],
         )
-    return value.strip()
+    return check_storable(value, "description").strip()
 
 
 def validate_extraction_model(value: object) -> str | None:
@@ -134,7 +136,8 @@ def validate_extraction_model(value: object) -> str | None:
 
 
 def validate_extraction_schema(value: object) -> dict[str, Any] | None:
-    """An extraction schema is absent or a JSON Schema object describing an object."""
+    """An extraction schema is absent or a JSON Schema object describing an object; none of its
+    strings, keys included, may hold NUL (PostgreSQL cannot store it)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -154,4 +157,5 @@ def validate_extraction_schema(value: object) -> dict[str, Any] | None:
             "extractionSchema properties must be an object",
             [field_error("extractionSchema", "properties must be an object")],
         )
+    check_storable_json(schema, "extractionSchema")
     return schema

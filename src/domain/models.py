@@ -46,7 +46,8 @@ def parse_model_ref(value: object, *, field: str, providers: tuple[str, ...]) ->
             f"Unknown provider '{provider}' in {field}; known providers: {known}",
             [field_error(field, f"unknown provider '{provider}'")],
         )
-    if not model or len(model) > 200 or any(c.isspace() for c in model):
+    # Printable and without spaces: no NUL, control, format or unpaired surrogate character.
+    if not model or len(model) > 200 or not model.isprintable() or " " in model:
         raise Invalid(f"{field} names no valid model", [field_error(field, "invalid model name")])
     return ModelRef(provider, model)
 

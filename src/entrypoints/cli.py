@@ -137,6 +137,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from entrypoints.http.app import create_app
+    from entrypoints.http_server import BoundedHttpToolsProtocol
 
     overrides: dict[str, Any] = {}
     if args.host:
@@ -156,8 +157,15 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM once it has shut down gracefully; exiting normally instead lets
     # the exit hooks run, which stop the embedded database.
     signal.signal(signal.SIGTERM, _exit_normally)
+    # httptools with a bound on each request's line and headers (431 past 64 KiB), which
+    # neither llhttp nor uvicorn sets for it.
     config = uvicorn.Config(
-        app, host=settings.host, port=settings.port, log_config=None, access_log=False
+        app,
+        host=settings.host,
+        port=settings.port,
+        log_config=None,
+        access_log=False,
+        http=BoundedHttpToolsProtocol,
     )
     uvloop.run(serve_with_worker(uvicorn.Server(config), settings, database))
     return 0

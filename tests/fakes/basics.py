@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from application.ports.job_queue import Job
-from application.ports.object_storage import SignedUpload
+from application.ports.object_storage import SignedUpload, StoredObject
 from domain.errors import NotFound
 from domain.identity import Identity
 
@@ -81,10 +81,17 @@ class FakeJobQueue:
 class FakeStorage:
     def __init__(self, failing_prefixes: set[str] | None = None) -> None:
         self.objects: dict[str, bytes] = {}
+        self.content_types: dict[str, str] = {}
         self.failing_prefixes = failing_prefixes or set()
 
     async def sign_upload(
-        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+        self,
+        key: str,
+        *,
+        content_type: str,
+        max_size: int,
+        expires_at: datetime,
+        exact_size: int | None = None,
     ) -> SignedUpload:
         return SignedUpload(
             url=f"https://storage.test/{key}?max={max_size}",
@@ -93,8 +100,24 @@ class FakeStorage:
             expires_at=expires_at,
         )
 
+    async def sign_download(
+        self,
+        key: str,
+        *,
+        expires_at: datetime,
+        file_name: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        return f"https://storage.test/{key}?download={file_name or ''}&exp={expires_at.isoformat()}"
+
+    async def stat(self, key: str) -> StoredObject | None:
+        if key not in self.objects:
+            return None
+        return StoredObject(size=len(self.objects[key]), content_type=self.content_types.get(key))
+
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         self.objects[key] = data
+        self.content_types[key] = content_type
 
     async def get(self, key: str) -> bytes:
         if key not in self.objects:
@@ -110,6 +133,7 @@ class FakeStorage:
         doomed = [k for k in self.objects if k.startswith(prefix)]
         for key in doomed:
             del self.objects[key]
+            self.content_types.pop(key, None)
         return len(doomed)
 
 

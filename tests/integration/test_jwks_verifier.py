@@ -140,11 +140,26 @@ def _hmac_with_public_key() -> str:
         pytest.param(lambda: sign(claims(), EC_KEY, "ES256", "rsa-1"), id="alg-key-mismatch"),
         pytest.param(lambda: sign(claims(), rsa.generate_private_key(65537, 2048)), id="bad-sig"),
         pytest.param(lambda: sign(claims(sub="a/b")), id="odd-subject"),
+        pytest.param(lambda: sign(claims(sub="user_1\n")), id="subject-with-newline"),
+        pytest.param(lambda: sign(claims(exp=str(int(time.time()) + 60))), id="string-exp"),
+        pytest.param(lambda: sign(claims(exp="9999999999")), id="far-string-exp"),
+        pytest.param(lambda: sign(claims(iat=str(int(time.time())))), id="string-iat"),
+        pytest.param(lambda: sign(claims(nbf=str(int(time.time())))), id="string-nbf"),
+        pytest.param(lambda: sign(claims(exp=True)), id="boolean-exp"),
+        pytest.param(lambda: sign(claims(exp=10**400)), id="exp-beyond-float"),
+        pytest.param(lambda: sign(claims(exp=float("inf"))), id="infinite-exp"),
+        pytest.param(lambda: sign(claims(pad="x" * 17_000)), id="token-over-16-kib"),
     ],
 )
 async def test_bad_tokens_are_unauthorized(verify, token):
     with pytest.raises(Unauthenticated, match="Unauthorized"):
         await verify(token())
+
+
+async def test_numeric_time_claims_are_accepted(verify):
+    now = time.time()
+    token = sign(claims(iat=now - 1.5, nbf=int(now) - 1, exp=now + 60.25))
+    assert (await verify(token)).user_id == "user_1"
 
 
 async def test_leeway_is_capped_at_sixty_seconds(verify):

@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from adapters.storage.s3 import S3ObjectStorage, s3_client
+from application.ports.object_storage import StoredObject
 from domain.errors import Invalid, NotFound
 
 KEY = "orgs/org_a/files/f1/report.pdf"
@@ -60,9 +61,51 @@ async def test_presigned_put_signs_the_key_content_type_and_expiry(storage):
     parts = urlsplit(signed.url)
     query = parse_qs(parts.query)
     assert parts.path.endswith("/tenant-data/" + KEY)
-    assert query["X-Amz-SignedHeaders"] == ["content-type;host"]
+    assert query["X-Amz-SignedHeaders"] == ["content-type;host;if-none-match"]
     assert 890 <= int(query["X-Amz-Expires"][0]) <= 900
-    assert signed.headers == {"Content-Type": "application/pdf"}
+    assert signed.headers == {"Content-Type": "application/pdf", "If-None-Match": "*"}
+    exact = await storage.sign_upload(
+        KEY, content_type="application/pdf", max_size=10, expires_at=expires_at, exact_size=10
+    )
+    query = parse_qs(urlsplit(exact.url).query)
+    assert query["X-Amz-SignedHeaders"] == ["content-length;content-type;host;if-none-match"]
+
+
+async def test_a_presigned_put_is_used_once(storage):
+    signed = await storage.sign_upload(
+        KEY,
+        content_type="application/pdf",
+        max_size=100,
+        expires_at=datetime.now(UTC) + timedelta(minutes=15),
+        exact_size=5,
+    )
+    async with httpx.AsyncClient() as http:
+        first = await http.put(signed.url, content=b"first", headers=signed.headers)
+        replay = await http.put(signed.url, content=b"again", headers=signed.headers)
+    assert first.status_code == 200, first.text
+    assert replay.status_code == 412, replay.text
+    assert await storage.get(KEY) == b"first"
+    assert await storage.stat(KEY) == StoredObject(size=5, content_type="application/pdf")
+    assert await storage.stat("orgs/org_a/files/f1/none.pdf") is None
+
+
+async def test_a_presigned_get_serves_the_object_as_an_attachment(storage):
+    await storage.put(KEY, b"%PDF-1.7", content_type="application/pdf")
+    url = await storage.sign_download(
+        KEY,
+        expires_at=datetime.now(UTC) + timedelta(minutes=5),
+        file_name="Rapport été.pdf",
+        content_type="application/pdf",
+    )
+    query = parse_qs(urlsplit(url).query)
+    assert 290 <= int(query["X-Amz-Expires"][0]) <= 300
+    assert query["response-content-disposition"] == [
+        "attachment; filename=\"Rapport ete.pdf\"; filename*=UTF-8''Rapport%20%C3%A9t%C3%A9.pdf"
+    ]
+    async with httpx.AsyncClient() as http:
+        response = await http.get(url)
+    assert response.status_code == 200, response.text
+    assert response.content == b"%PDF-1.7"
 
 
 async def test_keys_are_checked(storage):

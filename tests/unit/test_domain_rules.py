@@ -53,12 +53,13 @@ def test_is_safe_key(key, ok):
 
 
 def test_parse_ids():
-    assert parse_positive_id(" 42 ", "bad") == 42
+    assert parse_positive_id("42", "bad") == 42
+    assert parse_positive_id(str(2**63 - 1), "bad") == 2**63 - 1
     assert parse_uuid("5B0D0C8E-3F43-4A52-9D2B-0D8F6F1F9A11", "bad") == (
         "5b0d0c8e-3f43-4a52-9d2b-0d8f6f1f9a11"
     )
-    for value in ("٣", "4.0", 2**63, None):
-        with pytest.raises(Invalid):
+    for value in ("٣", "4.0", 2**63, str(2**63), None, " 42 ", "+42", "4_2", "9" * 5000):
+        with pytest.raises(Invalid, match=r"^bad$"):
             parse_positive_id(value, "bad")
 
 

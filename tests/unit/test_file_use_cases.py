@@ -33,8 +33,16 @@ def command(caller, **overrides):
     return AssociateFileCommand(caller=caller, **fields)
 
 
-def associate(world, max_size=10_000):
-    return AssociateFile(world.kbs, world.files, world.jobs, world.uow, max_size)
+ORIGINAL_KEY = f"orgs/org_a/files/{FILE_ID}/Report_2026.pdf"
+
+
+def associate(world, max_size=10_000, *, uploaded=True):
+    """The use case with the storage wired in; the command's original is stored (1234 bytes of
+    application/pdf) unless `uploaded` is False."""
+    if uploaded:
+        world.storage.objects[ORIGINAL_KEY] = b"x" * 1234
+        world.storage.content_types[ORIGINAL_KEY] = "application/pdf"
+    return AssociateFile(world.kbs, world.files, world.jobs, world.uow, world.storage, max_size)
 
 
 async def test_associate_creates_a_parsing_record_and_queues_its_processing(world, caller):
@@ -94,6 +102,8 @@ async def test_a_foreign_knowledge_base_looks_missing(world, caller, stranger):
         ({"file_size": 10_001}, "exceeds the maximum upload size"),
         ({"file_name": "a/b.pdf"}, "must not contain a path separator"),
         ({"user_metadata": ["x"]}, "userMetadata must be an object"),
+        ({"user_metadata": {"team": "le\x00gal"}}, "userMetadata"),
+        ({"user_metadata": {"a\x00b": 1}}, "userMetadata"),
     ],
 )
 async def test_malformed_fields_are_refused(world, caller, overrides, message):

@@ -45,6 +45,23 @@ def test_clerk_v2_claims_decode_feature_permission_masks():
     }
 
 
+def test_claims_postgres_cannot_store_are_dropped_and_masks_are_plain_digits():
+    identity = identity_from_claims(
+        {
+            "sub": "user_2",
+            "email": "a\x00@example.com",
+            "first_name": "Ada\ud800",
+            "last_name": " Lovelace ",
+            "o": {"id": "org_b", "rol": "member", "per": "manage,read", "fpm": "9" * 5000},
+            "fea": "o:agents",
+        }
+    )
+    assert (identity.email, identity.first_name, identity.last_name) == (None, None, "Lovelace")
+    assert identity.permissions == frozenset()
+    masked = {"sub": "u", "o": {"id": "o", "rol": "member", "per": "manage", "fpm": "\u0661"}}
+    assert identity_from_claims({**masked, "fea": "o:agents"}).permissions == frozenset()
+
+
 def test_v2_admin_role_is_normalised():
     assert identity_from_claims({"sub": "u", "o": {"id": "org", "rol": "admin"}}).role == ADMIN_ROLE
 

@@ -58,10 +58,11 @@ async def setup(
     **kb_fields,
 ):
     kb_id = await create(world, caller, **kb_fields)
-    record = await AssociateFile(world.kbs, world.files, world.jobs, world.uow).execute(
-        command(caller, kb_id=kb_id)
-    )
-    await world.storage.put(record.file_key, TEXT, content_type="text/markdown")
+    upload = command(caller, kb_id=kb_id, file_size=len(TEXT))
+    await world.storage.put(upload.file_key, TEXT, content_type=upload.content_type)
+    record = await AssociateFile(
+        world.kbs, world.files, world.jobs, world.uow, world.storage
+    ).execute(upload)
     parts = world.parts = FakeEmbeddingParts(chunks)
     uow = FakeUnitOfWork(world.files, world.kbs, chunks, parts, world.jobs)
     use_case = ProcessFile(

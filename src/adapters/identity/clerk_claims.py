@@ -8,14 +8,23 @@ number of `fpm` is a bit mask over `per` for the matching organization feature o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from domain.identity import Identity, normalise_role
+from domain.text import is_storable
+
+# A feature's permission mask: ASCII digits, short enough that `int` is cheap.
+_MASK = re.compile(r"[0-9]{1,19}")
 
 
 def _text(value: Any) -> str | None:
-    return value.strip() or None if isinstance(value, str) else None
+    """A claim's trimmed text; None when absent, empty, or holding what PostgreSQL cannot store
+    (NUL, an unpaired surrogate), as the claim is kept in the member directory."""
+    if not isinstance(value, str) or not is_storable(value):
+        return None
+    return value.strip() or None
 
 
 def _split(value: Any) -> list[str]:
@@ -34,7 +43,7 @@ def _v2_permissions(org: Mapping[str, Any], features_claim: Any) -> set[str]:
     features = [f.removeprefix("o:") for f in _split(features_claim) if f.startswith("o:")]
     granted: set[str] = set()
     for feature, mask in zip(features, masks, strict=False):
-        if not mask.isdigit():
+        if not _MASK.fullmatch(mask):
             continue
         bits = int(mask)
         for index, permission in enumerate(permissions):

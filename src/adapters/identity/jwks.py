@@ -1,16 +1,19 @@
 """Bearer-token verification against a JWKS, with pyjwt.
 
 Only RS256 and ES256 are accepted (`none` and HMAC never are); `exp`, `iat` and `sub` are
-required, the issuer must match, the audience and authorized party are checked when
-configured, and clock leeway is capped at 60 seconds. Keys are fetched asynchronously and
-cached; an unknown `kid` triggers at most one refetch per `refetch_interval`. A token that
-verified is remembered for at most a minute (never past its `exp`), so a client's burst of
-requests pays for one signature check.
+required; `exp`, `iat` and `nbf` must be JSON numbers (pyjwt alone reads the string
+`"9999999999"` as a date); the issuer must match, the audience and authorized party are
+checked when configured, and clock leeway is capped at 60 seconds. Keys are fetched
+asynchronously and cached; an unknown `kid` triggers at most one refetch per
+`refetch_interval`. A token that verified is remembered for at most a minute (never past its
+`exp`), so a client's burst of requests pays for one signature check. A token longer than
+16 KiB is refused unread.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -30,6 +33,8 @@ VERIFIED_CACHE_SIZE = 4096
 VERIFIED_CACHE_TTL = 60.0
 UNAUTHORIZED = "Unauthorized"
 _ID = re.compile(r"^[A-Za-z0-9_.:@|+=-]{1,128}$")
+TIME_CLAIMS = ("exp", "iat", "nbf")
+MAX_TOKEN_LENGTH = 16 * 1024
 log = structlog.get_logger(__name__)
 
 JwksFetcher = Callable[[], Awaitable[Mapping[str, Any]]]
@@ -111,6 +116,8 @@ class JwksTokenVerifier:
             raise Unauthenticated(UNAUTHORIZED) from None
 
     async def verify(self, token: str) -> Identity:
+        if len(token) > MAX_TOKEN_LENGTH:
+            raise Unauthenticated(UNAUTHORIZED)
         cached = self._verified.get(token)
         if cached is not None and time.time() < cached[1]:
             return cached[0]
@@ -147,12 +154,28 @@ class JwksTokenVerifier:
         except jwt.PyJWTError as error:
             log.info("auth.token_rejected", reason=type(error).__name__)
             raise Unauthenticated(UNAUTHORIZED) from None
+        if not all(_is_time(claims, name) for name in TIME_CLAIMS):
+            log.info("auth.token_rejected", reason="NonNumericTimeClaim")
+            raise Unauthenticated(UNAUTHORIZED)
         azp = claims.get("azp")
         if self._authorized_parties and azp is not None and azp not in self._authorized_parties:
             raise Unauthenticated(UNAUTHORIZED)
-        if not isinstance(claims.get("sub"), str) or not _ID.match(claims["sub"]):
+        if not isinstance(claims.get("sub"), str) or not _ID.fullmatch(claims["sub"]):
             raise Unauthenticated(UNAUTHORIZED)
         identity = identity_from_claims(claims)
-        if identity.org_id is not None and not _ID.match(identity.org_id):
+        if identity.org_id is not None and not _ID.fullmatch(identity.org_id):
             raise Unauthenticated(UNAUTHORIZED)
         return identity, float(claims["exp"])
+
+
+def _is_time(claims: Mapping[str, Any], name: str) -> bool:
+    """An absent claim, or a finite JSON number a float can hold (NumericDate, RFC 7519 §2)."""
+    if name not in claims:
+        return True
+    value = claims[name]
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return False
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False

@@ -1,10 +1,16 @@
-"""Object storage on the local disk, serving its own signed upload addresses.
+"""Object storage on the local disk, serving its own signed upload and download addresses.
 
-A signed address is `{public_url}/storage/{key}?ct=&max=&exp=&sig=`, where `sig` is an
-HMAC-SHA256 over the key, content type, maximum size and expiry under a secret only the
-server knows. The upload handler checks all four before a byte is kept, writes to a temporary
-file beside the target and renames it into place only when the whole body arrived within the
-limit, so a refused or broken upload stores nothing.
+A signed upload address is `{public_url}/storage/{key}?ct=&max=&exp=&sig=` (PUT) and a signed
+download address `{public_url}/storage/{key}?exp=&fn=&ct=&sig=` (GET), where `sig` is an
+HMAC-SHA256 under a secret only the server knows over the method and every parameter, so an
+upload signature never serves a download nor the other way round. Every parameter is checked
+before a byte moves; a malformed one is refused with 403, never an error.
+
+An upload is used once: it first claims its key by creating the object's content-type record
+(`.<name>.type` beside it) exclusively, so a second upload to the same key (a replay of the
+address, before or after the file was associated) is refused with 409 `Conflict`. The body goes
+to a temporary file beside the target and is linked into place only when it arrived whole
+within the limit, so a refused or broken upload stores nothing and releases its claim.
 """
 
 from __future__ import annotations
@@ -13,20 +19,27 @@ import asyncio
 import base64
 import hashlib
 import hmac
+import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from urllib.parse import quote, urlencode
 
-from application.ports.object_storage import SignedUpload
-from domain.errors import Forbidden, Invalid, NotFound, PayloadTooLarge
+from application.ports.object_storage import SignedUpload, StoredObject
+from domain.errors import Conflict, Forbidden, Invalid, NotFound, PayloadTooLarge
 from domain.files import is_safe_key
+from domain.uploads import UPLOAD_ALREADY_USED
 
 UPLOAD_PATH = "/storage"
+_NUMBER = re.compile(r"[0-9]{1,15}")
+_SIGNATURE = re.compile(r"[0-9a-f]{64}")
+_INVALID = "Invalid upload signature"
+_INVALID_DOWNLOAD = "Invalid download signature"
 
 
 def load_or_create_secret(path: Path) -> bytes:
@@ -48,6 +61,23 @@ class StoredUpload:
     etag: str
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Download:
+    """A verified download: the file to send, its attachment name and content type."""
+
+    path: Path
+    file_name: str | None
+    content_type: str
+
+
+def _type_path(target: Path) -> Path:
+    return target.with_name(f".{target.name}.type")
+
+
+def _number(value: str | None) -> int | None:
+    return int(value) if value is not None and _NUMBER.fullmatch(value) else None
+
+
 class LocalDiskStorage:
     """`ObjectStorage` in a folder of the local disk."""
 
@@ -65,29 +95,58 @@ class LocalDiskStorage:
             raise Invalid("Invalid storage key")
         return path
 
-    def _signature(self, key: str, content_type: str, max_size: int, expires: int) -> str:
-        message = "\n".join((key, content_type, str(max_size), str(expires))).encode()
+    def _signature(self, *fields: str | int) -> str:
+        message = json.dumps([str(f) for f in fields], ensure_ascii=True).encode()
         return hmac.new(self._secret, message, hashlib.sha256).hexdigest()
 
+    def _valid(self, signature: str | None, *fields: str | int) -> bool:
+        if signature is None or not _SIGNATURE.fullmatch(signature):
+            return False
+        return hmac.compare_digest(self._signature(*fields), signature)
+
+    def _url(self, key: str, query: dict[str, str | int]) -> str:
+        return f"{self._public_url}{UPLOAD_PATH}/{quote(key)}?{urlencode(query)}"
+
     async def sign_upload(
-        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+        self,
+        key: str,
+        *,
+        content_type: str,
+        max_size: int,
+        expires_at: datetime,
+        exact_size: int | None = None,
     ) -> SignedUpload:
         self._path(key)
         expires = int(expires_at.timestamp())
-        query = urlencode(
-            {
-                "ct": content_type,
-                "max": max_size,
-                "exp": expires,
-                "sig": self._signature(key, content_type, max_size, expires),
-            }
-        )
+        signature = self._signature("PUT", key, content_type, max_size, expires)
         return SignedUpload(
-            url=f"{self._public_url}{UPLOAD_PATH}/{quote(key)}?{query}",
+            url=self._url(
+                key, {"ct": content_type, "max": max_size, "exp": expires, "sig": signature}
+            ),
             method="PUT",
             headers={"Content-Type": content_type},
             expires_at=expires_at,
         )
+
+    async def sign_download(
+        self,
+        key: str,
+        *,
+        expires_at: datetime,
+        file_name: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        self._path(key)
+        expires = int(expires_at.timestamp())
+        name, kind = file_name or "", content_type or ""
+        signature = self._signature("GET", key, name, kind, expires)
+        query: dict[str, str | int] = {"exp": expires}
+        if name:
+            query["fn"] = name
+        if kind:
+            query["ct"] = kind
+        query["sig"] = signature
+        return self._url(key, query)
 
     def check_signature(
         self,
@@ -102,33 +161,77 @@ class LocalDiskStorage:
     ) -> int:
         """Verify a signed upload's parameters; return the signed maximum size.
 
-        Raises `Forbidden` for a missing, tampered or expired signature, or a Content-Type
-        header other than the signed one.
+        Raises `Forbidden` for a missing, malformed, tampered or expired signature, or a
+        Content-Type header other than the signed one.
         """
         if not (content_type and max_size and expires and signature):
             raise Forbidden("Missing upload signature")
-        if not (max_size.isdigit() and expires.isdigit()):
-            raise Forbidden("Invalid upload signature")
-        expected = self._signature(key, content_type, int(max_size), int(expires))
-        if not hmac.compare_digest(expected, signature):
-            raise Forbidden("Invalid upload signature")
-        if now >= datetime.fromtimestamp(int(expires), UTC):
+        limit, expiry = _number(max_size), _number(expires)
+        if limit is None or expiry is None:
+            raise Forbidden(_INVALID)
+        if not self._valid(signature, "PUT", key, content_type, limit, expiry):
+            raise Forbidden(_INVALID)
+        if now.timestamp() >= expiry:
             raise Forbidden("Upload URL has expired")
         if (sent_content_type or "").strip().lower() != content_type.lower():
             raise Forbidden("Content-Type does not match the signed upload")
-        return int(max_size)
+        return limit
+
+    def check_download(
+        self,
+        key: str,
+        *,
+        expires: str | None,
+        file_name: str | None,
+        content_type: str | None,
+        signature: str | None,
+        now: datetime,
+    ) -> Download:
+        """Verify a signed download; the object to send. `Forbidden` for a missing, malformed,
+        tampered or expired signature; `NotFound` when nothing is stored at `key`."""
+        expiry = _number(expires)
+        if expiry is None or not signature:
+            raise Forbidden("Missing download signature")
+        if not self._valid(signature, "GET", key, file_name or "", content_type or "", expiry):
+            raise Forbidden(_INVALID_DOWNLOAD)
+        if now.timestamp() >= expiry:
+            raise Forbidden("Download URL has expired")
+        path = self._path(key)
+        if not path.is_file():
+            raise NotFound("Stored object not found")
+        stored = self._stored_type(path)
+        return Download(
+            path=path,
+            file_name=file_name or None,
+            content_type=content_type or stored or "application/octet-stream",
+        )
 
     async def receive(
-        self, key: str, chunks: AsyncIterator[bytes], *, max_size: int, declared: int | None
+        self,
+        key: str,
+        chunks: AsyncIterator[bytes],
+        *,
+        content_type: str,
+        max_size: int,
+        declared: int | None,
     ) -> StoredUpload:
-        """Write an upload's body to `key`; refuse it whole when it exceeds `max_size`."""
+        """Write an upload's body to `key` once; refuse it whole when it exceeds `max_size`
+        (`PayloadTooLarge`) and when `key` was already uploaded to (`Conflict`)."""
         if declared is not None and declared > max_size:
             raise PayloadTooLarge("File exceeds the maximum upload size")
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
+        marker = _type_path(target)
+        try:
+            fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileExistsError:
+            raise Conflict(UPLOAD_ALREADY_USED) from None
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(content_type)
         partial = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
         digest = hashlib.md5(usedforsecurity=False)
         size = 0
+        stored = False
         try:
             with partial.open("wb") as handle:
                 async for chunk in chunks:
@@ -137,24 +240,34 @@ class LocalDiskStorage:
                         raise PayloadTooLarge("File exceeds the maximum upload size")
                     digest.update(chunk)
                     await asyncio.to_thread(handle.write, chunk)
-            os.replace(partial, target)
+            try:
+                os.link(partial, target)  # never replaces an object already stored
+            except FileExistsError:
+                raise Conflict(UPLOAD_ALREADY_USED) from None
+            stored = True
         finally:
             partial.unlink(missing_ok=True)
+            if not stored:
+                marker.unlink(missing_ok=True)
         return StoredUpload(key=key, size=size, etag=digest.hexdigest())
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         target = self._path(key)
 
-        def write() -> None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            partial = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
+        def write(path: Path, content: bytes) -> None:
+            partial = path.with_name(f".{path.name}.{secrets.token_hex(8)}.part")
             try:
-                partial.write_bytes(data)
-                os.replace(partial, target)
+                partial.write_bytes(content)
+                os.replace(partial, path)
             finally:
                 partial.unlink(missing_ok=True)
 
-        await asyncio.to_thread(write)
+        def store() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            write(target, data)
+            write(_type_path(target), content_type.encode())
+
+        await asyncio.to_thread(store)
 
     async def get(self, key: str) -> bytes:
         path = self._path(key)
@@ -166,6 +279,23 @@ class LocalDiskStorage:
     async def exists(self, key: str) -> bool:
         return self._path(key).is_file()
 
+    async def stat(self, key: str) -> StoredObject | None:
+        path = self._path(key)
+        try:
+            size = path.stat().st_size
+        except FileNotFoundError:
+            return None
+        if not path.is_file():
+            return None
+        return StoredObject(size=size, content_type=self._stored_type(path))
+
+    @staticmethod
+    def _stored_type(path: Path) -> str | None:
+        try:
+            return _type_path(path).read_text(encoding="utf-8") or None
+        except (FileNotFoundError, UnicodeDecodeError):
+            return None
+
     async def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):
             raise Invalid("A prefix must end with /")
@@ -174,7 +304,7 @@ class LocalDiskStorage:
         def remove() -> int:
             if not folder.is_dir():
                 return 0
-            count = sum(1 for p in folder.rglob("*") if p.is_file())
+            count = sum(1 for p in folder.rglob("*") if p.is_file() and not p.name.startswith("."))
             shutil.rmtree(folder)
             return count
 

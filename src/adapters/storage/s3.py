@@ -1,8 +1,12 @@
 """Object storage on S3 or any S3-compatible server, through aioboto3.
 
-A signed upload is a presigned `PutObject` URL that binds the key, the content type (a signed
-header) and the expiry. S3 cannot bound the size of a presigned PUT, so the declared size is
-checked again when the object is processed.
+A signed upload is a presigned `PutObject` URL that binds the key, the content type, the exact
+size when it was declared (`Content-Length`) and `If-None-Match: *` as signed headers, and the
+expiry: the bucket refuses a body of another size or type, and a second upload to a key already
+stored (412 Precondition Failed), so an address is used once. S3 cannot bound the size of a
+presigned PUT without a declared size, so the stored object's real size and type are checked
+again when the file is associated (`stat`). A signed download is a presigned `GetObject` URL
+whose response carries the original's name (`Content-Disposition`) and content type.
 """
 
 from __future__ import annotations
@@ -16,7 +20,8 @@ import aioboto3
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
-from application.ports.object_storage import SignedUpload
+from adapters.storage.disposition import attachment
+from application.ports.object_storage import SignedUpload, StoredObject
 from domain.errors import Invalid, NotFound
 from domain.files import is_safe_key
 
@@ -37,18 +42,54 @@ class S3ObjectStorage:
         return self._prefix + key
 
     async def sign_upload(
-        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+        self,
+        key: str,
+        *,
+        content_type: str,
+        max_size: int,
+        expires_at: datetime,
+        exact_size: int | None = None,
     ) -> SignedUpload:
-        seconds = int((expires_at - datetime.now(UTC)).total_seconds())
+        params: dict[str, Any] = {
+            "Bucket": self._bucket,
+            "Key": self._key(key),
+            "ContentType": content_type,
+            "IfNoneMatch": "*",
+        }
+        headers = {"Content-Type": content_type, "If-None-Match": "*"}
+        if exact_size is not None:  # the client's HTTP library sends Content-Length itself
+            params["ContentLength"] = exact_size
         url = await self._client.generate_presigned_url(
-            "put_object",
-            Params={"Bucket": self._bucket, "Key": self._key(key), "ContentType": content_type},
-            ExpiresIn=max(1, min(seconds, MAX_PRESIGN_SECONDS)),
-            HttpMethod="PUT",
+            "put_object", Params=params, ExpiresIn=_seconds(expires_at), HttpMethod="PUT"
         )
-        return SignedUpload(
-            url=url, method="PUT", headers={"Content-Type": content_type}, expires_at=expires_at
+        return SignedUpload(url=url, method="PUT", headers=headers, expires_at=expires_at)
+
+    async def sign_download(
+        self,
+        key: str,
+        *,
+        expires_at: datetime,
+        file_name: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        params: dict[str, Any] = {"Bucket": self._bucket, "Key": self._key(key)}
+        if file_name:
+            params["ResponseContentDisposition"] = attachment(file_name)
+        if content_type:
+            params["ResponseContentType"] = content_type
+        url: str = await self._client.generate_presigned_url(
+            "get_object", Params=params, ExpiresIn=_seconds(expires_at), HttpMethod="GET"
         )
+        return url
+
+    async def stat(self, key: str) -> StoredObject | None:
+        try:
+            head = await self._client.head_object(Bucket=self._bucket, Key=self._key(key))
+        except ClientError as error:
+            if error.response.get("Error", {}).get("Code") in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise
+        return StoredObject(size=int(head["ContentLength"]), content_type=head.get("ContentType"))
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         await self._client.put_object(
@@ -89,6 +130,11 @@ class S3ObjectStorage:
                 )
                 deleted += len(keys)
         return deleted
+
+
+def _seconds(expires_at: datetime) -> int:
+    seconds = int((expires_at - datetime.now(UTC)).total_seconds())
+    return max(1, min(seconds, MAX_PRESIGN_SECONDS))
 
 
 @asynccontextmanager

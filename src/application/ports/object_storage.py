@@ -15,18 +15,52 @@ class SignedUpload:
     expires_at: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StoredObject:
+    """What storage knows of a stored object: its real size, and its content type when the
+    storage records one (None otherwise)."""
+
+    size: int
+    content_type: str | None
+
+
 class ObjectStorage(Protocol):
     """Blob storage for originals, extracted text and page images.
 
     Keys are relative paths such as `orgs/<org>/files/<fileId>/name.pdf`; the adapter never
     lets a key escape its root. A signed upload binds the key, the content type, the expiry
-    and the maximum size: an upload that breaks any of them is refused and stores nothing.
+    and the maximum size, and is used once: an upload that breaks any of them, or that comes
+    when an object is already stored at its key, is refused and stores nothing.
     """
 
     async def sign_upload(
-        self, key: str, *, content_type: str, max_size: int, expires_at: datetime
+        self,
+        key: str,
+        *,
+        content_type: str,
+        max_size: int,
+        expires_at: datetime,
+        exact_size: int | None = None,
     ) -> SignedUpload:
-        """A signed address that accepts exactly one object at `key` until `expires_at`."""
+        """A signed address that accepts exactly one object at `key` until `expires_at`, and
+        only while nothing is stored there. `exact_size`, when the size was declared, is bound
+        too by adapters that can (S3 signs the Content-Length); the others bound `max_size`."""
+        ...
+
+    async def sign_download(
+        self,
+        key: str,
+        *,
+        expires_at: datetime,
+        file_name: str | None = None,
+        content_type: str | None = None,
+    ) -> str:
+        """A signed address that serves the object at `key` with GET until `expires_at`:
+        as an attachment named `file_name` when given, with `content_type` when given."""
+        ...
+
+    async def stat(self, key: str) -> StoredObject | None:
+        """The stored object's real size and content type, or None when there is none."""
         ...
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:

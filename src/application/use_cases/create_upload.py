@@ -34,11 +34,14 @@ class PreparedUpload:
 class CreateUpload:
     """Hand out a signed address for uploading one file into the caller's organization.
 
-    Rules: fileName and contentType are required and well-formed; fileSize, when given, is at
-    most the upload limit (400 otherwise) and becomes the signed maximum, so a larger body is
-    refused at upload time. A new file id is generated; the keys are
-    `orgs/<org>/files/<fileId>/<safe name>` and `.../content.md`; the address expires after
-    the policy's time to live. Nothing is written to the database.
+    Rules: fileName and contentType are required and well-formed (a name with a control
+    character, a bidi override or another invisible format character is 400); fileSize, when
+    given, is at most the upload limit (400 otherwise) and becomes the signed maximum (and the
+    exact size where storage can bind it), so a larger body is refused at upload time. A new
+    file id is generated; the keys are derived from it: `orgs/<org>/files/<fileId>/<safe
+    name>` and `.../content.md` (`AssociateFile` derives them again and accepts no other); the
+    address expires after the policy's time to live and accepts one upload. Nothing is written
+    to the database: the stored object itself is what association checks.
     """
 
     def __init__(self, storage: ObjectStorage, clock: Clock, policy: UploadPolicy) -> None:
@@ -62,6 +65,7 @@ class CreateUpload:
             content_type=content_type,
             max_size=size if size is not None else self._policy.max_size,
             expires_at=expires_at,
+            exact_size=size,
         )
         return PreparedUpload(
             file_id=file_id,

@@ -11,6 +11,7 @@ from domain.errors import Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.ids import parse_positive_id
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.text import check_storable
 
 MAX_QUERY = 2000
 MAX_KNOWLEDGE_BASES = 20
@@ -31,8 +32,8 @@ class SearchKnowledgeBase:
     Rules: 1 to 20 knowledge bases, each a positive integer id of the caller's organization
     (a foreign or missing one is 404 "Knowledge base not found", unless `skip_missing`: then
     it is left out, as for an agent whose knowledge base was deleted after it was read, and
-    none left finds nothing); a query of 1 to 2000
-    characters; `top_k` from 1 to 50, default 8. The query is embedded once per embedding model
+    none left finds nothing); a query of 1 to 2000 characters without NUL (400 naming
+    `query`); `top_k` from 1 to 50, default 8. The query is embedded once per embedding model
     in use among them; results fuse vector and full-text rankings, best first, and come from
     each knowledge base's current model (not one still being re-embedded). Chat reuses it.
     """
@@ -57,6 +58,7 @@ class SearchKnowledgeBase:
             raise Invalid(
                 f"query must be at most {MAX_QUERY} characters", [field_error("query", "too long")]
             )
+        check_storable(query.query, "query")
         top_k = DEFAULT_TOP_K if query.top_k is None else query.top_k
         if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
             raise Invalid(

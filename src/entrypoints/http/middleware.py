@@ -1,8 +1,9 @@
-"""ASGI middleware: request ids and one access-log line per request; bearer authentication;
-the request's dependency scope."""
+"""ASGI middleware: request ids, a bound on the headers' size and one access-log line per
+request; bearer authentication; the request's dependency scope."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -15,6 +16,7 @@ from litestar.enums import ScopeType
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapters.identity.jwks import MAX_TOKEN_LENGTH
 from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
@@ -22,12 +24,17 @@ from domain.identity import Identity
 REQUEST_ID_HEADER = b"x-request-id"
 _CLIENT_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
 PUBLIC_PATHS = (r"^/schema", r"^/\.well-known/", r"^/storage/", r"^/health$")
+# Names and values of a request's headers together; `serve` refuses a larger head before it
+# reaches the app (entrypoints.http_server), this holds under any other server.
+MAX_HEADER_BYTES = 64 * 1024
+HEADERS_TOO_LARGE = "Request Header Fields Too Large"
 access_log = structlog.get_logger("agent_platform.access")
 
 
 class RequestContextMiddleware:
     """Gives every request an id (the client's `X-Request-ID` when sane), echoes it on the
-    response, binds it to the log context and writes one access-log line at the end."""
+    response, binds it to the log context and writes one access-log line at the end. Refuses
+    a request whose headers pass `MAX_HEADER_BYTES` (431) before anything reads them."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -36,8 +43,10 @@ class RequestContextMiddleware:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        sent = dict(scope.get("headers", [])).get(REQUEST_ID_HEADER, b"")
-        request_id = sent.decode() if _CLIENT_ID.match(sent) else uuid.uuid4().hex
+        headers = scope.get("headers", [])
+        too_large = sum(len(name) + len(value) for name, value in headers) > MAX_HEADER_BYTES
+        sent = b"" if too_large else dict(headers).get(REQUEST_ID_HEADER, b"")
+        request_id = sent.decode() if _CLIENT_ID.fullmatch(sent) else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
         started = time.perf_counter()
@@ -55,7 +64,10 @@ class RequestContextMiddleware:
 
         structlog.contextvars.bind_contextvars(request_id=request_id)
         try:
-            await self.app(scope, receive, send_with_id)
+            if too_large:
+                await _refuse(send_with_id, 431, HEADERS_TOO_LARGE)
+            else:
+                await self.app(scope, receive, send_with_id)
         finally:
             user = scope.get("user")
             access_log.info(
@@ -70,16 +82,32 @@ class RequestContextMiddleware:
             structlog.contextvars.unbind_contextvars("request_id")
 
 
+async def _refuse(send: Send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body, "more_body": False})
+
+
 class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
     """Every route but the public ones needs `Authorization: Bearer <JWT>`; the verified
-    identity becomes `request.user`."""
+    identity becomes `request.user`. A token longer than `MAX_TOKEN_LENGTH` (16 KiB) is
+    refused (401) before any verifier reads it."""
 
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
         header = connection.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
-        if scheme.lower() != "bearer" or not token.strip():
+        if scheme.lower() != "bearer" or not token.strip() or len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("Unauthorized")
         container = connection.app.state.dishka_container
         verifier = await container.get(TokenVerifier)

@@ -20,6 +20,7 @@ from application.ports.embedding_parts import EmbeddingParts
 from application.ports.file_repository import FileRepository
 from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.object_storage import ObjectStorage
 from application.ports.text_extractor import TextExtractor
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.associate_file import AssociateFile
@@ -27,6 +28,7 @@ from application.use_cases.create_knowledge_base import CreateKnowledgeBase
 from application.use_cases.create_upload import CreateUpload
 from application.use_cases.delete_file import DeleteFile
 from application.use_cases.delete_knowledge_base import DeleteKnowledgeBase
+from application.use_cases.download_file import DownloadFile
 from application.use_cases.embed_file_part import EmbedFilePart
 from application.use_cases.list_files import ListFiles
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases
@@ -60,6 +62,7 @@ class KnowledgeProvider(Provider):
         ListFiles,
         DeleteFile,
         CreateUpload,
+        DownloadFile,
         ProcessFile,
         EmbedFilePart,
         ReembedKnowledgeBase,
@@ -102,6 +105,7 @@ class KnowledgeProvider(Provider):
         files: FileRepository,
         jobs: JobQueue,
         uow: UnitOfWork,
+        storage: ObjectStorage,
         settings: Settings,
     ) -> AssociateFile:
-        return AssociateFile(kbs, files, jobs, uow, settings.max_upload_size)
+        return AssociateFile(kbs, files, jobs, uow, storage, settings.max_upload_size)
