@@ -198,6 +198,9 @@ def seed(base_url: str, token: str) -> int:
                 ),
                 200,
             )
+            # The association checks that the bytes were uploaded, and their size.
+            put = httpx.put(upload["uploadUrl"], content=bytes(size), headers=upload["headers"])
+            expect(put, 200)
             body = {
                 "kbId": kb_id,
                 "fileId": upload["fileId"],

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from litestar.testing import AsyncTestClient
 
@@ -40,8 +41,16 @@ def association(kb_id: Any, upload: dict[str, Any], **overrides: Any) -> dict[st
     return {k: v for k, v in body.items() if v is not ...}
 
 
+async def put_upload(client: AsyncTestClient, upload: dict[str, Any], data: bytes) -> Any:
+    """PUT `data` to a local-disk signed upload address, with the headers it asks for."""
+    parts = urlsplit(upload["uploadUrl"])
+    return await client.put(f"{parts.path}?{parts.query}", content=data, headers=upload["headers"])
+
+
 async def add_file(client: AsyncTestClient, who: Any, kb_id: int) -> dict[str, Any]:
     upload = await presign(client, who)
+    uploaded = await put_upload(client, upload, b"hello")
+    assert uploaded.status_code == 200, uploaded.text
     response = await client.post("/kb/files", json=association(kb_id, upload), headers=who.headers)
     assert response.status_code == 201, response.text
     return response.json()["file"]

@@ -82,3 +82,61 @@ async def test_the_worker_processes_files_stored_in_s3(
     assert done["processingStatus"] == "completed", done
     content = s3.get_object(Bucket="ap-worker", Key=upload["contentKey"])["Body"].read()
     assert b"thirty days" in content
+
+
+async def test_s3_uploads_are_bound_used_once_and_downloadable(
+    settings, database, clean, alice, s3_endpoint
+):
+    from urllib.parse import parse_qs, urlsplit
+
+    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
+        Bucket="ap-bound"
+    )
+    s3_settings = dataclasses.replace(
+        settings,
+        storage="s3",
+        s3_bucket="ap-bound",
+        s3_endpoint_url=s3_endpoint,
+        s3_path_style=True,
+    )
+    app = create_app(s3_settings, database)
+    async with AsyncTestClient(app=app) as client:
+        kb = await make_kb(client, alice)
+        upload = await presign(client, alice, name="a.md", size=5)
+        assert upload["headers"] == {"Content-Type": "text/markdown", "If-None-Match": "*"}
+        signed = parse_qs(urlsplit(upload["uploadUrl"]).query)["X-Amz-SignedHeaders"]
+        assert signed == ["content-length;content-type;host;if-none-match"]
+        async with httpx.AsyncClient() as http:
+            first = await http.put(upload["uploadUrl"], content=b"hello", headers=upload["headers"])
+            replay = await http.put(
+                upload["uploadUrl"], content=b"HELLO", headers=upload["headers"]
+            )
+        assert (first.status_code, replay.status_code) == (200, 412)
+        for overrides, field in (
+            ({"fileSize": 4}, "fileSize"),
+            ({"contentType": "text/plain"}, "contentType"),
+        ):
+            refused = await client.post(
+                "/kb/files",
+                json=association(kb["id"], upload, fileName="a.md", **overrides),
+                headers=alice.headers,
+            )
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["details"][0]["field"] == field
+        created = await client.post(
+            "/kb/files", json=association(kb["id"], upload, fileName="a.md"), headers=alice.headers
+        )
+        assert created.status_code == 201, created.text
+        record = created.json()["file"]
+        response = await client.get(
+            f"/kb/files/download?kbId={kb['id']}&fileId={record['fileId']}",
+            headers=alice.headers,
+            follow_redirects=False,
+        )
+        assert response.status_code == 302
+        location = response.headers["location"]
+        assert location.startswith(f"{s3_endpoint}/ap-bound/{record['fileKey']}?")
+        assert "response-content-disposition=attachment" in location
+        async with httpx.AsyncClient() as http:
+            served = await http.get(location)
+        assert served.status_code == 200 and served.content == b"hello"

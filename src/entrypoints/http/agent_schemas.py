@@ -3,32 +3,47 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Annotated
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from domain.agents import Agent, AgentTag
-from entrypoints.http.schemas import Camel, Loose
+from entrypoints.http.schemas import (
+    ID_ITEMS,
+    NO_NUL,
+    ONE_LINE,
+    Camel,
+    ChatModel,
+    Description,
+    Name,
+    PositiveId,
+    documented,
+)
+
+Ids = Annotated[list[PositiveId], Meta(max_length=50, extra_json_schema=ID_ITEMS)]
+Role = Annotated[str, Meta(max_length=20_000, extra_json_schema=documented(NO_NUL))]
+Model = ChatModel
 
 
 class CreateAgentBody(Camel):
-    name: str | None = None
-    description: str | None = None
-    role: str | None = None
-    model: str | None = None
-    knowledge_base_ids: list[Loose] | None = None
-    skill_ids: list[Loose] | None = None
-    tag_ids: list[Loose] | None = None
+    name: Name
+    description: Description | None = None
+    role: Role | None = None
+    model: Model | None = None
+    knowledge_base_ids: Ids | None = None
+    skill_ids: Ids | None = None
+    tag_ids: Ids | None = None
 
 
 class UpdateAgentBody(Camel):
-    agent_id: Loose = None
-    name: str | UnsetType | None = UNSET
-    description: str | UnsetType | None = UNSET
-    role: str | UnsetType | None = UNSET
-    model: str | UnsetType | None = UNSET
-    knowledge_base_ids: list[Loose] | UnsetType | None = UNSET
-    skill_ids: list[Loose] | UnsetType | None = UNSET
-    tag_ids: list[Loose] | UnsetType | None = UNSET
+    agent_id: PositiveId
+    name: Name | UnsetType = UNSET
+    description: Description | UnsetType | None = UNSET
+    role: Role | UnsetType | None = UNSET
+    model: Model | UnsetType | None = UNSET
+    knowledge_base_ids: Ids | UnsetType | None = UNSET
+    skill_ids: Ids | UnsetType | None = UNSET
+    tag_ids: Ids | UnsetType | None = UNSET
 
 
 class AgentTagOut(Camel):
@@ -82,8 +97,11 @@ class AgentListResponse(Camel):
 
 
 class CreateAgentTagBody(Camel):
-    name: str | None = None
-    color: str | None = None
+    name: Annotated[
+        str,
+        Meta(min_length=1, max_length=64, pattern=r"\S", extra_json_schema=documented(ONE_LINE)),
+    ]
+    color: Annotated[str, Meta(pattern=r"^#[0-9A-Fa-f]{6}$", examples=["#1e90ff"])] | None = None
 
 
 class AgentTagResponse(Camel):

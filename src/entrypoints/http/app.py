@@ -7,11 +7,14 @@ from typing import Any
 import asyncpg
 from dishka import AsyncContainer, Provider
 from litestar import Litestar
+from litestar._openapi.plugin import OpenAPIPlugin
 from litestar.middleware import DefineMiddleware
 from litestar.openapi import OpenAPIConfig
-from litestar.openapi.plugins import ScalarRenderPlugin
+from litestar.openapi.plugins import SwaggerRenderPlugin
 from litestar.openapi.spec import Components, SecurityScheme
+from litestar.static_files import create_static_files_router
 from litestar.types import ASGIApp
+from swagger_ui_bundle import swagger_ui_path
 
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.postgres.cancel_listener import PgCancelListener
@@ -21,11 +24,12 @@ from entrypoints.database import Database
 from entrypoints.http.controllers.agents import AgentController
 from entrypoints.http.controllers.chat import ChatController
 from entrypoints.http.controllers.conversations import ConversationController
+from entrypoints.http.controllers.downloads import download_file
 from entrypoints.http.controllers.files import FileController
 from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
 from entrypoints.http.controllers.search import search_knowledge_bases
 from entrypoints.http.controllers.system import health, jwks
-from entrypoints.http.controllers.uploads import presign_upload, receive_upload
+from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.middleware import (
     PUBLIC_PATHS,
@@ -33,7 +37,11 @@ from entrypoints.http.middleware import (
     RequestContextMiddleware,
     RequestScopeMiddleware,
 )
+from entrypoints.http.openapi import complete_document
+from entrypoints.http.validation import check_request
 from entrypoints.wiring import make_container
+
+SWAGGER_ASSETS = "/schema/assets"
 
 
 async def _warm_up(app: Litestar) -> None:
@@ -61,11 +69,17 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         ConversationController,
         search_knowledge_bases,
         presign_upload,
+        download_file,
         health,
         jwks,
     ]
     if settings.storage == "local":
-        handlers.append(receive_upload)
+        handlers += [receive_upload, serve_download]
+    handlers.append(
+        create_static_files_router(
+            SWAGGER_ASSETS, directories=[swagger_ui_path], include_in_schema=False
+        )
+    )
     app = Litestar(
         route_handlers=handlers,
         middleware=[
@@ -73,11 +87,23 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
             RequestScopeMiddleware,
         ],
         exception_handlers=EXCEPTION_HANDLERS,
+        before_request=check_request,
         openapi_config=OpenAPIConfig(
             title="Agent Platform API",
             version="1.0.0",
             path="/schema",
-            render_plugins=[ScalarRenderPlugin()],
+            # Swagger UI from the pinned swagger-ui-bundle-v2 package, served by this service:
+            # the page works without internet access.
+            render_plugins=[
+                SwaggerRenderPlugin(
+                    js_url=f"{SWAGGER_ASSETS}/swagger-ui-bundle.js",
+                    css_url=f"{SWAGGER_ASSETS}/swagger-ui.css",
+                    standalone_preset_js_url=f"{SWAGGER_ASSETS}/swagger-ui-standalone-preset.js",
+                    favicon=f'<link rel="icon" type="image/png" '
+                    f'href="{SWAGGER_ASSETS}/favicon-32x32.png">',
+                    path="/",
+                )
+            ],
             components=Components(
                 security_schemes={
                     "BearerToken": SecurityScheme(type="http", scheme="bearer", bearer_format="JWT")
@@ -91,6 +117,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         logging_config=None,
     )
     app.state.dishka_container = container
+    complete_document(app.plugins.get(OpenAPIPlugin))
     return app
 
 

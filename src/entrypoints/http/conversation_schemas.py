@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from msgspec import UNSET, UnsetType
+from msgspec import Meta
 
 from application.use_cases.get_conversation import ConversationWithMessages
 from domain.conversations import Conversation, StoredMessage
-from entrypoints.http.schemas import Camel, Loose
+from entrypoints.http.schemas import ONE_LINE, Camel, Uuid, documented
 
 
 class MessageOut(Camel):
@@ -81,8 +81,17 @@ class ConversationListResponse(Camel):
 
 
 class RenameConversationBody(Camel):
-    thread_id: Loose = None
-    name: str | UnsetType | None = UNSET
+    thread_id: Uuid
+    name: (
+        Annotated[
+            str,
+            Meta(
+                description="The new title (1 to 120 characters, one line); empty clears it",
+                extra_json_schema=documented(f"^$|{ONE_LINE}", maxLength=120),
+            ),
+        ]
+        | None
+    )
 
 
 class RenameConversationResponse(Camel):

@@ -19,6 +19,7 @@ from domain.errors import (
     PayloadTooLarge,
     Unauthenticated,
 )
+from entrypoints.http.validation import param_error
 
 log = structlog.get_logger("agent_platform.http")
 
@@ -57,14 +58,20 @@ def domain_error(_: Request[Any, Any, Any], error: DomainError) -> Response[dict
 
 
 def validation_error(
-    _: Request[Any, Any, Any], error: ValidationException
+    request: Request[Any, Any, Any], error: ValidationException
 ) -> Response[dict[str, Any]]:
+    """Litestar's own conversion failed (the `before_request` check normally answers first):
+    a parameter the table knows gets the table's message, anything else the generic one."""
     details: list[dict[str, Any]] = []
     extra = error.extra if isinstance(error.extra, list) else []
     for item in extra:
         if isinstance(item, dict):
-            field = item.get("key") or item.get("source") or "body"
-            details.append({"field": str(field), "message": str(item.get("message", ""))})
+            field = str(item.get("key") or item.get("source") or "body")
+            if item.get("source") in ("query", "path"):
+                known = param_error(field, "", request.route_handler.handler_name)
+                if known is not None:
+                    return domain_error(request, known)
+            details.append({"field": field, "message": str(item.get("message", ""))})
     return error_response(400, "Invalid request body", details or None)
 
 

@@ -3,18 +3,103 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from msgspec import UNSET, Struct, UnsetType, convert
+from msgspec import UNSET, Meta, Struct, UnsetType, convert
 
 from application.use_cases.create_upload import PreparedUpload
 from domain.files import KnowledgeBaseFile
+from domain.ids import MAX_BIGINT, UUID_PATTERN
 from domain.knowledge_bases import KnowledgeBaseSummary
+from domain.models import (
+    CHAT_PROVIDERS,
+    EMBEDDING_PROVIDERS,
+    MAX_EMBEDDING_DIMENSIONS,
+)
 from domain.values import UNSET as DOMAIN_UNSET
 
-Loose = int | float | str | bool | None
-"""An id as the client sent it; the use case decides whether it is valid, with the spec's
-message."""
+PositiveId = Annotated[int, Meta(ge=1, le=MAX_BIGINT, description="A positive 64-bit integer id")]
+Uuid = Annotated[str, Meta(pattern=UUID_PATTERN, extra_json_schema={"extra": {"format": "uuid"}})]
+"""A uuid in the canonical 8-4-4-4-12 form (answered in lower case). Not `uuid.UUID`: msgspec
+decodes that from forms the contract refuses (no dashes)."""
+
+# Patterns the document states and the use cases enforce with their own messages (the decoder
+# enforces only the simpler `pattern=r"\S"`, so that those messages stay the use cases'):
+# a name or title is one line without control or bidirectional-control characters, and no
+# stored text holds NUL.
+_CONTROLS = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069"
+ONE_LINE = rf"^[^{_CONTROLS}]*[^\s{_CONTROLS}][^{_CONTROLS}]*$"
+NO_NUL = r"^[^\u0000]*$"
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
+_NAME_REFUSED = _CONTROLS + r"\u00ad\u200b-\u200f\ufeff/\\"
+FILE_NAME = rf"^ *[^\s{_NAME_REFUSED}]([^{_NAME_REFUSED}]*[^\s{_NAME_REFUSED}])? *$"
+MIME_TYPE = (
+    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+    r"( *;[\u0020-\u007e]*)?$"
+)
+
+
+def documented(pattern: str, **more: object) -> dict[str, object]:
+    """`extra_json_schema` that states `pattern` (and `more`) in the document only."""
+    return {"extra": {"pattern": pattern, **more}}
+
+
+def model_pattern(providers: tuple[str, ...]) -> str:
+    """A `provider:model` string of one of `providers` (the use case checks the model)."""
+    return rf"^({'|'.join(providers)}):[^\s{_CONTROLS}]{{1,200}}$"
+
+
+EmbeddingModel = Annotated[
+    str,
+    Meta(
+        description="provider:model, e.g. local:all-MiniLM-L6-v2",
+        extra_json_schema=documented(model_pattern(EMBEDDING_PROVIDERS)),
+    ),
+]
+ChatModel = Annotated[
+    str,
+    Meta(
+        description="provider:model, e.g. local:smollm2-135m or openai:gpt-4o-mini",
+        extra_json_schema=documented(model_pattern(CHAT_PROVIDERS)),
+    ),
+]
+Dimensions = Annotated[int, Meta(ge=1, le=MAX_EMBEDDING_DIMENSIONS)]
+
+# Litestar documents a list of constrained integers with plain integer items: say it again.
+ID_ITEMS = {"extra": {"items": {"type": "integer", "minimum": 1, "maximum": MAX_BIGINT}}}
+
+
+Text = Annotated[str, Meta(min_length=1, pattern=r"\S", extra_json_schema=documented(NOT_BLANK))]
+"""A string with at least one non-blank character."""
+Name = Annotated[
+    str, Meta(min_length=1, max_length=200, pattern=r"\S", extra_json_schema=documented(ONE_LINE))
+]
+Description = Annotated[str, Meta(max_length=4000, extra_json_schema=documented(NO_NUL))]
+ChunkSize = Annotated[int, Meta(ge=32, le=8192, description="Tokens per chunk")]
+# `gt=-1` rather than `ge=0`: Litestar leaves a zero minimum out of the document.
+ChunkOverlap = Annotated[
+    int, Meta(gt=-1, description="Tokens shared by neighbouring chunks, less than half the size")
+]
+Size = Annotated[int, Meta(gt=-1, le=MAX_BIGINT, description="Bytes")]
+FileName = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=255,
+        pattern=r"\S",
+        extra_json_schema=documented(FILE_NAME),
+        description="Printable, without a path separator",
+    ),
+]
+MimeType = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=255,
+        pattern=r"\S",
+        extra_json_schema=documented(MIME_TYPE, examples=["text/markdown"]),
+    ),
+]
 
 
 class Camel(Struct, rename="camel", forbid_unknown_fields=False):
@@ -40,26 +125,26 @@ class SuccessMessage(Camel):
 
 
 class CreateKnowledgeBaseBody(Camel):
-    name: str | None = None
-    description: str | None = None
-    embedding_model: str | None = None
-    embedding_dimensions: int | None = None
-    extraction_model: str | None = None
+    name: Name
+    description: Description | None = None
+    embedding_model: EmbeddingModel | None = None
+    embedding_dimensions: Dimensions | None = None
+    extraction_model: ChatModel | None = None
     extraction_schema: dict[str, Any] | None = None
-    chunk_size: int | None = None
-    chunk_overlap: int | None = None
+    chunk_size: ChunkSize | None = None
+    chunk_overlap: ChunkOverlap | None = None
 
 
 class UpdateKnowledgeBaseBody(Camel):
-    kb_id: Loose = None
-    name: str | UnsetType | None = UNSET
-    description: str | UnsetType | None = UNSET
-    embedding_model: str | UnsetType | None = UNSET
-    embedding_dimensions: int | UnsetType | None = UNSET
-    extraction_model: str | UnsetType | None = UNSET
+    kb_id: PositiveId
+    name: Name | UnsetType = UNSET
+    description: Description | UnsetType | None = UNSET
+    embedding_model: EmbeddingModel | UnsetType | None = UNSET
+    embedding_dimensions: Dimensions | UnsetType | None = UNSET
+    extraction_model: ChatModel | UnsetType | None = UNSET
     extraction_schema: dict[str, Any] | UnsetType | None = UNSET
-    chunk_size: int | UnsetType = UNSET
-    chunk_overlap: int | UnsetType = UNSET
+    chunk_size: ChunkSize | UnsetType = UNSET
+    chunk_overlap: ChunkOverlap | UnsetType = UNSET
 
 
 class KnowledgeBaseOut(Camel):
@@ -121,13 +206,15 @@ class KnowledgeBaseListResponse(Camel):
 
 
 class AssociateFileBody(Camel):
-    kb_id: Loose = None
-    file_id: str | None = None
-    file_name: str | None = None
-    file_key: str | None = None
-    content_key: str | None = None
-    content_type: str | None = None
-    file_size: int | None = None
+    """Upload step 3 (spec 4.3): the six fields from steps 1 and 2 are required."""
+
+    kb_id: PositiveId
+    file_id: Uuid
+    file_name: FileName
+    file_key: Text
+    content_key: Text
+    content_type: MimeType
+    file_size: Size | None = None
     user_metadata: dict[str, Any] | None = None
 
 
@@ -169,15 +256,23 @@ class FileListResponse(Camel):
 
 
 class ReprocessBody(Camel):
-    kb_id: Loose = None
-    file_id: str | None = None
+    kb_id: PositiveId
+    file_id: Uuid
 
 
 class SearchBody(Camel):
-    kb_id: Loose | UnsetType = UNSET
-    kb_ids: list[Loose] | UnsetType = UNSET
-    query: str | None = None
-    top_k: int | None = None
+    """One of `kbId` and `kbIds` names the knowledge bases searched."""
+
+    query: Annotated[
+        str,
+        Meta(min_length=1, max_length=2000, pattern=r"\S", extra_json_schema=documented(NOT_BLANK)),
+    ]
+    kb_id: PositiveId | UnsetType = UNSET
+    kb_ids: (
+        Annotated[list[PositiveId], Meta(min_length=1, max_length=20, extra_json_schema=ID_ITEMS)]
+        | UnsetType
+    ) = UNSET
+    top_k: Annotated[int, Meta(ge=1, le=50)] | None = None
 
 
 class SearchResultOut(Camel, omit_defaults=True):
@@ -199,9 +294,15 @@ class SearchResponse(Camel):
 
 
 class PresignBody(Camel):
-    file_name: str | None = None
-    content_type: str | None = None
-    file_size: int | None = None
+    file_name: FileName
+    content_type: MimeType
+    file_size: (
+        Annotated[
+            Size,
+            Meta(description="Bytes; at most the deployment's upload limit (100 MiB by default)"),
+        ]
+        | None
+    ) = None
 
 
 class PresignResponse(Camel):

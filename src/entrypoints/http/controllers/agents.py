@@ -7,7 +7,7 @@ from typing import Annotated
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch, post
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import JSONBody
 
 from application.use_cases.create_agent import CreateAgent, CreateAgentCommand
 from application.use_cases.create_agent_tag import CreateAgentTag, CreateAgentTagCommand
@@ -29,7 +29,7 @@ from entrypoints.http.agent_schemas import (
     CreateAgentTagBody,
     UpdateAgentBody,
 )
-from entrypoints.http.openapi import errors
+from entrypoints.http.openapi import AGENT_ID, TAG_ID, body_errors, errors
 from entrypoints.http.schemas import SuccessMessage, unset
 
 
@@ -37,7 +37,7 @@ class AgentController(Controller):
     path = "/agents"
     tags = ["Agents"]
 
-    @post(status_code=201, responses=errors(400, 403), summary="Create an agent")
+    @post(status_code=201, responses=body_errors(403), summary="Create an agent")
     @inject
     async def create(
         self,
@@ -71,8 +71,8 @@ class AgentController(Controller):
         caller: FromDishka[Caller],
         list_agents: FromDishka[ListAgents],
         get_agent: FromDishka[GetAgent],
-        agent_id: Annotated[str | None, QueryParameter(name="agentId")] = None,
-        tag_id: Annotated[str | None, QueryParameter(name="tagId")] = None,
+        agent_id: Annotated[int | None, AGENT_ID] = None,
+        tag_id: Annotated[int | None, TAG_ID] = None,
     ) -> AgentResponse | AgentListResponse:
         if agent_id is not None:
             agent = await get_agent.execute(GetAgentQuery(caller=caller, agent_id=agent_id))
@@ -80,7 +80,7 @@ class AgentController(Controller):
         agents = await list_agents.execute(ListAgentsQuery(caller=caller, tag_id=tag_id))
         return AgentListResponse(success=True, agents=[AgentOut.of(a) for a in agents])
 
-    @patch(responses=errors(400, 403, 404), summary="Change an agent")
+    @patch(responses=body_errors(403, 404), summary="Change an agent")
     @inject
     async def update(
         self,
@@ -109,12 +109,12 @@ class AgentController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteAgent],
-        agent_id: Annotated[str | None, QueryParameter(name="agentId")] = None,
+        agent_id: Annotated[int, AGENT_ID],
     ) -> SuccessMessage:
         await use_case.execute(DeleteAgentCommand(caller=caller, agent_id=agent_id))
         return SuccessMessage(success=True, message="Agent deleted")
 
-    @post("/tags", status_code=201, responses=errors(400, 403, 409), summary="Create an agent tag")
+    @post("/tags", status_code=201, responses=body_errors(403, 409), summary="Create an agent tag")
     @inject
     async def create_tag(
         self,
@@ -146,7 +146,7 @@ class AgentController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteAgentTag],
-        tag_id: Annotated[str | None, QueryParameter(name="tagId")] = None,
+        tag_id: Annotated[int, TAG_ID],
     ) -> SuccessMessage:
         await use_case.execute(DeleteAgentTagCommand(caller=caller, tag_id=tag_id))
         return SuccessMessage(success=True, message="Tag deleted")

@@ -8,12 +8,15 @@ the request's scope lasts as long as the stream, and its connection would be hel
 from __future__ import annotations
 
 from typing import Annotated, Any
+from uuid import UUID
 
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
 from litestar import Controller, Response, get, post
+from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody
 from litestar.response import Stream
+from msgspec import Meta
 
 from application.ports.chat_streams import ChatStreams
 from application.use_cases.cancel_chat_response import (
@@ -25,22 +28,79 @@ from application.use_cases.follow_chat_response import (
     FollowChatResponseQuery,
 )
 from application.use_cases.send_chat_message import SendChatMessage, SendChatMessageCommand
+from domain.conversations import MAX_MESSAGES, MAX_PARTS, MAX_TEXT, MAX_TITLE
 from domain.errors import Invalid, field_error
 from domain.identity import Caller, Identity
-from entrypoints.http.openapi import errors
-from entrypoints.http.schemas import Camel, Loose
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.schemas import (
+    NO_NUL,
+    NOT_BLANK,
+    ONE_LINE,
+    Camel,
+    PositiveId,
+    Uuid,
+    documented,
+)
 from entrypoints.http.sse import STREAM_HEADERS, sse_body
 from entrypoints.wiring import OrgScopes
 
+TEXT_PART = {
+    "type": "object",
+    "required": ["type", "text"],
+    "properties": {
+        "type": {"type": "string", "enum": ["text"]},
+        "text": {"type": "string", "maxLength": MAX_TEXT, "pattern": NOT_BLANK},
+    },
+}
+FILE_PART = {
+    "type": "object",
+    "required": ["type", "url", "mediaType"],
+    "properties": {
+        "type": {"type": "string", "enum": ["file"]},
+        "url": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+        "mediaType": {"type": "string", "pattern": r"^[^\u0000]*/[^\u0000]*$"},
+        "filename": {"type": "string", "pattern": NO_NUL},
+    },
+}
+USER_MESSAGE = {
+    "type": "object",
+    "required": ["role", "parts"],
+    "properties": {
+        "role": {"type": "string", "enum": ["user"]},
+        "parts": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_PARTS,
+            "items": {"oneOf": [TEXT_PART, FILE_PART]},
+        },
+    },
+}
 STREAM_MODE_INVALID = "X-Stream-Response must be true or false"
 
 
 class ChatBody(Camel):
-    messages: Any = None
-    agent_id: Loose = None
-    thread_id: Any = None
-    upstream_conversation_id: Any = None
-    title: Any = None
+    messages: Annotated[
+        list[dict[str, Any]],
+        Meta(
+            min_length=1,
+            description="The message sent, last (earlier ones are ignored: the thread holds "
+            "them): role `user`, text parts and file parts",
+            extra_json_schema={"extra": {"maxItems": MAX_MESSAGES, "items": USER_MESSAGE}},
+        ),
+    ]
+    agent_id: PositiveId
+    thread_id: Uuid | None = None
+    upstream_conversation_id: Uuid | None = None
+    title: (
+        Annotated[
+            str,
+            Meta(
+                description="Creation only: 1 to 120 characters after trimming, one line",
+                extra_json_schema=documented(ONE_LINE, maxLength=MAX_TITLE),
+            ),
+        ]
+        | None
+    ) = None
 
 
 class ChatAccepted(Camel):
@@ -53,6 +113,10 @@ class CancelResponse(Camel):
     thread_id: str
     cancelled: bool
     stream_status: str | None
+
+
+def _text(value: str | None) -> str | None:
+    return None if value is None else str(value)
 
 
 def _streaming(header: str | None) -> bool:
@@ -81,7 +145,14 @@ class ChatController(Controller):
 
     @post(
         status_code=200,
-        responses=errors(400, 403, 404, 409),
+        responses={
+            **body_errors(403, 404, 409),
+            202: ResponseSpec(
+                data_container=ChatAccepted,
+                description="With `X-Stream-Response: false`: the answer is being produced; "
+                "poll `GET /getConversation` (the id is also in `X-Thread-ID`)",
+            ),
+        },
         summary="Send a message to an agent",
         description="Streams the answer in the AI SDK UI message stream protocol v1 "
         "(`text/event-stream`), or with `X-Stream-Response: false` answers 202 and the client "
@@ -95,7 +166,13 @@ class ChatController(Controller):
         scopes: FromDishka[OrgScopes],
         streams: FromDishka[ChatStreams],
         stream_response: Annotated[
-            str | None, HeaderParameter(name="X-Stream-Response", required=False)
+            str | None,
+            HeaderParameter(
+                name="X-Stream-Response",
+                required=False,
+                schema_extra={"enum": ["true", "false"]},
+                description="`false` answers 202 at once instead of streaming (default `true`)",
+            ),
         ] = None,
     ) -> Response[Any]:
         streaming = _streaming(stream_response)
@@ -106,8 +183,8 @@ class ChatController(Controller):
                     caller=caller,
                     agent_id=data.agent_id,
                     messages=data.messages,
-                    thread_id=data.thread_id,
-                    upstream_conversation_id=data.upstream_conversation_id,
+                    thread_id=_text(data.thread_id),
+                    upstream_conversation_id=_text(data.upstream_conversation_id),
                     title=data.title,
                 )
             )
@@ -130,18 +207,18 @@ class ChatController(Controller):
     @inject
     async def resume(
         self,
-        thread_id: FromPath[str],
+        thread_id: FromPath[UUID],
         identity: FromDishka[Identity],
         scopes: FromDishka[OrgScopes],
     ) -> Response[Any]:
         async with scopes.acting_as(identity) as scope:
             caller = await scope.get(Caller)
             chunks = await (await scope.get(FollowChatResponse)).execute(
-                FollowChatResponseQuery(caller=caller, thread_id=thread_id)
+                FollowChatResponseQuery(caller=caller, thread_id=str(thread_id))
             )
         if chunks is None:
-            return Response(None, status_code=204, headers={"X-Thread-ID": thread_id.lower()})
-        return _event_stream(chunks, thread_id.lower())
+            return Response(None, status_code=204, headers={"X-Thread-ID": str(thread_id)})
+        return _event_stream(chunks, str(thread_id))
 
     @post(
         "/{thread_id:str}/cancel",
@@ -152,14 +229,14 @@ class ChatController(Controller):
     @inject
     async def cancel(
         self,
-        thread_id: FromPath[str],
+        thread_id: FromPath[UUID],
         identity: FromDishka[Identity],
         scopes: FromDishka[OrgScopes],
     ) -> CancelResponse:
         async with scopes.acting_as(identity) as scope:
             caller = await scope.get(Caller)
             outcome = await (await scope.get(CancelChatResponse)).execute(
-                CancelChatResponseCommand(caller=caller, thread_id=thread_id)
+                CancelChatResponseCommand(caller=caller, thread_id=str(thread_id))
             )
         return CancelResponse(
             success=True,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
@@ -27,8 +28,8 @@ from entrypoints.http.conversation_schemas import (
     RenameConversationBody,
     RenameConversationResponse,
 )
-from entrypoints.http.openapi import errors
-from entrypoints.http.schemas import SuccessMessage, unset
+from entrypoints.http.openapi import AGENT_ID, THREAD_ID, body_errors, errors
+from entrypoints.http.schemas import SuccessMessage
 
 
 class ConversationController(Controller):
@@ -45,9 +46,11 @@ class ConversationController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[GetConversation],
-        thread_id: Annotated[str | None, QueryParameter(name="threadId")] = None,
+        thread_id: Annotated[UUID, THREAD_ID],
     ) -> ConversationDetailOut:
-        found = await use_case.execute(GetConversationQuery(caller=caller, thread_id=thread_id))
+        found = await use_case.execute(
+            GetConversationQuery(caller=caller, thread_id=str(thread_id))
+        )
         return ConversationDetailOut.of(found)
 
     @get(
@@ -60,9 +63,14 @@ class ConversationController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[ListConversations],
-        agent_id: Annotated[str | None, QueryParameter(name="agentId")] = None,
-        limit: Annotated[str | None, QueryParameter(name="limit")] = None,
-        cursor: Annotated[str | None, QueryParameter(name="cursor")] = None,
+        agent_id: Annotated[int | None, AGENT_ID] = None,
+        limit: Annotated[
+            int | None, QueryParameter(name="limit", ge=1, le=100, description="Page size")
+        ] = None,
+        cursor: Annotated[
+            str | None,
+            QueryParameter(name="cursor", description="The previous page's `nextCursor`"),
+        ] = None,
     ) -> ConversationListResponse:
         page = await use_case.execute(
             ListConversationsQuery(caller=caller, agent_id=agent_id, limit=limit, cursor=cursor)
@@ -84,14 +92,14 @@ class ConversationController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteConversation],
-        thread_id: Annotated[str | None, QueryParameter(name="threadId")] = None,
+        thread_id: Annotated[UUID, THREAD_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteConversationCommand(caller=caller, thread_id=thread_id))
+        await use_case.execute(DeleteConversationCommand(caller=caller, thread_id=str(thread_id)))
         return SuccessMessage(success=True, message="Conversation deleted")
 
     @patch(
         "/api/renameConversation",
-        responses=errors(400, 403, 404),
+        responses=body_errors(403, 404),
         summary="Rename a conversation; an empty name clears the title",
     )
     @inject
@@ -102,9 +110,7 @@ class ConversationController(Controller):
         use_case: FromDishka[RenameConversation],
     ) -> RenameConversationResponse:
         renamed = await use_case.execute(
-            RenameConversationCommand(
-                caller=caller, thread_id=data.thread_id, name=unset(data.name)
-            )
+            RenameConversationCommand(caller=caller, thread_id=str(data.thread_id), name=data.name)
         )
         return RenameConversationResponse(
             success=True, thread_id=renamed.thread_id, title=renamed.title

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
@@ -14,7 +15,7 @@ from application.use_cases.delete_file import DeleteFile, DeleteFileCommand
 from application.use_cases.list_files import ListFiles, ListFilesQuery
 from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCommand
 from domain.identity import Caller
-from entrypoints.http.openapi import errors
+from entrypoints.http.openapi import KB_ID, body_errors, errors
 from entrypoints.http.schemas import (
     AssociateFileBody,
     FileListResponse,
@@ -31,7 +32,7 @@ class FileController(Controller):
 
     @post(
         status_code=201,
-        responses=errors(400, 403, 404, 409),
+        responses=body_errors(403, 404, 409),
         summary="Associate an uploaded file with a knowledge base (upload step 3)",
     )
     @inject
@@ -45,7 +46,7 @@ class FileController(Controller):
             AssociateFileCommand(
                 caller=caller,
                 kb_id=data.kb_id,
-                file_id=data.file_id,
+                file_id=str(data.file_id),
                 file_name=data.file_name,
                 file_key=data.file_key,
                 content_key=data.content_key,
@@ -62,7 +63,7 @@ class FileController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[ListFiles],
-        kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
+        kb_id: Annotated[int, KB_ID],
     ) -> FileListResponse:
         files = await use_case.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
         return FileListResponse(success=True, files=KnowledgeBaseFileOut.of_all(files))
@@ -70,7 +71,7 @@ class FileController(Controller):
     @post(
         "/reprocess",
         status_code=202,
-        responses=errors(400, 403, 404),
+        responses=body_errors(403, 404),
         summary="Process a file again from its stored original",
     )
     @inject
@@ -81,7 +82,7 @@ class FileController(Controller):
         use_case: FromDishka[ReprocessFile],
     ) -> FileResponse:
         record = await use_case.execute(
-            ReprocessFileCommand(caller=caller, kb_id=data.kb_id, file_id=data.file_id)
+            ReprocessFileCommand(caller=caller, kb_id=data.kb_id, file_id=str(data.file_id))
         )
         return FileResponse(success=True, file=KnowledgeBaseFileOut.of(record))
 
@@ -91,8 +92,8 @@ class FileController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteFile],
-        kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
-        file_id: Annotated[str | None, QueryParameter(name="fileId")] = None,
+        kb_id: Annotated[int, KB_ID],
+        file_id: Annotated[UUID, QueryParameter(name="fileId", description="The file's uuid")],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=file_id))
+        await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=str(file_id)))
         return SuccessMessage(success=True, message="File deleted")

@@ -7,7 +7,7 @@ from typing import Annotated
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch, post
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import JSONBody
 
 from application.use_cases.create_knowledge_base import (
     CreateKnowledgeBase,
@@ -23,7 +23,7 @@ from application.use_cases.update_knowledge_base import (
     UpdateKnowledgeBaseCommand,
 )
 from domain.identity import Caller
-from entrypoints.http.openapi import errors
+from entrypoints.http.openapi import KB_ID, body_errors, errors
 from entrypoints.http.schemas import (
     CreateKnowledgeBaseBody,
     KnowledgeBaseListResponse,
@@ -39,7 +39,7 @@ class KnowledgeBaseController(Controller):
     path = "/kb/manage"
     tags = ["Knowledge Base Management"]
 
-    @post(status_code=201, responses=errors(400, 403), summary="Create a knowledge base")
+    @post(status_code=201, responses=body_errors(403), summary="Create a knowledge base")
     @inject
     async def create(
         self,
@@ -72,7 +72,7 @@ class KnowledgeBaseController(Controller):
             success=True, knowledge_bases=[KnowledgeBaseOut.of(s) for s in summaries]
         )
 
-    @patch(responses=errors(400, 403, 404), summary="Change a knowledge base")
+    @patch(responses=body_errors(403, 404), summary="Change a knowledge base")
     @inject
     async def update(
         self,
@@ -102,7 +102,7 @@ class KnowledgeBaseController(Controller):
         self,
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteKnowledgeBase],
-        kb_id: Annotated[str | None, QueryParameter(name="kbId")] = None,
+        kb_id: Annotated[int, KB_ID],
     ) -> SuccessMessage:
         report = await use_case.execute(DeleteKnowledgeBaseCommand(caller=caller, kb_id=kb_id))
         return SuccessMessage(

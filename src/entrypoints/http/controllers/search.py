@@ -6,14 +6,14 @@ from dishka import FromDishka
 from dishka.integrations.litestar import inject
 from litestar import post
 from litestar.params import JSONBody
-from msgspec import UNSET
+from msgspec import UnsetType
 
 from application.use_cases.search_knowledge_base import (
     SearchKnowledgeBase,
     SearchKnowledgeBaseQuery,
 )
 from domain.identity import Caller
-from entrypoints.http.openapi import errors
+from entrypoints.http.openapi import body_errors
 from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
 
 
@@ -21,7 +21,7 @@ from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
     "/kb/search",
     status_code=200,
     tags=["Knowledge Bases"],
-    responses=errors(400, 403, 404),
+    responses=body_errors(403, 404),
     summary="Search knowledge bases (vector and full text, fused by rank)",
 )
 @inject
@@ -30,9 +30,9 @@ async def search_knowledge_bases(
     caller: FromDishka[Caller],
     use_case: FromDishka[SearchKnowledgeBase],
 ) -> SearchResponse:
-    if data.kb_ids is not UNSET:
+    if not isinstance(data.kb_ids, UnsetType):
         kb_ids: list[object] = list(data.kb_ids)
-    elif data.kb_id is not UNSET:
+    elif not isinstance(data.kb_id, UnsetType):
         kb_ids = [data.kb_id]
     else:
         kb_ids = []

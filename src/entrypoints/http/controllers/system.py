@@ -10,14 +10,27 @@ from litestar import get
 
 from adapters.identity.dev_provider import DevIdentityProvider
 from domain.errors import NotFound
+from entrypoints.http.openapi import errors
 
 
-@get("/health", tags=["System"], security=[], summary="Liveness")
+@get(
+    "/health",
+    tags=["System"],
+    security=[],
+    responses=errors(public=True),
+    summary="Liveness (no token needed)",
+)
 async def health() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@get("/.well-known/jwks.json", tags=["System"], security=[], summary="Development JWKS")
+@get(
+    "/.well-known/jwks.json",
+    tags=["System"],
+    security=[],
+    responses=errors(404, public=True),
+    summary="The development identity provider's public keys (404 with an external provider)",
+)
 @inject
 async def jwks(dev: FromDishka[DevIdentityProvider | None]) -> dict[str, Any]:
     if dev is None:

@@ -1,15 +1,19 @@
 """Upload step 1 (`POST /upload/presigned`) and, for local-disk storage, step 2: the signed
-`PUT /storage/{key}` itself."""
+`PUT /storage/{key}` itself (used once: a second PUT to a key already uploaded is 409), and
+the signed `GET /storage/{key}` that `GET /kb/files/download` redirects to."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from dishka import FromDishka
 from dishka.integrations.litestar import inject
-from litestar import Request, Response, post, put
+from litestar import Request, Response, get, post, put
 from litestar.params import FromPath, JSONBody
+from litestar.response import File
 
+from adapters.storage.disposition import attachment
 from adapters.storage.local_disk import UPLOAD_PATH, LocalDiskStorage
 from application.ports.clock import Clock
 from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
@@ -17,6 +21,8 @@ from domain.errors import Invalid
 from domain.identity import Caller
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import PresignBody, PresignResponse, UploadReceipt
+
+_LENGTH = re.compile(r"[0-9]{1,19}")
 
 
 @post(
@@ -45,7 +51,7 @@ async def presign_upload(
     f"{UPLOAD_PATH}/{{key:path}}",
     tags=["Files"],
     request_max_body_size=None,
-    responses=errors(400, 403, 413),
+    responses=errors(400, 403, 409, 413),
     summary="Send a file's bytes to a signed address (upload step 2, local-disk storage)",
     security=[],
 )
@@ -68,11 +74,12 @@ async def receive_upload(
         now=clock.now(),
     )
     length = request.headers.get("content-length")
-    if length is not None and not length.isdigit():
+    if length is not None and not _LENGTH.fullmatch(length):
         raise Invalid("Invalid Content-Length")
     stored = await storage.receive(
         key,
         request.stream(),
+        content_type=query.get("ct", ""),
         max_size=max_size,
         declared=int(length) if length is not None else None,
     )
@@ -80,4 +87,48 @@ async def receive_upload(
         UploadReceipt(success=True, file_key=stored.key, size=stored.size),
         status_code=200,
         headers={"ETag": f'"{stored.etag}"'},
+    )
+
+
+@get(
+    f"{UPLOAD_PATH}/{{key:path}}",
+    tags=["Files"],
+    responses=errors(403, 404),
+    summary="Read a stored object through a signed address (local-disk storage)",
+    security=[],
+    media_type="application/octet-stream",
+    # An address the service hands out (a 302 from /kb/files/download), not an operation a
+    # client calls by itself; documented there.
+    include_in_schema=False,
+)
+@inject
+async def serve_download(
+    request: Request[Any, Any, Any],
+    key: FromPath[str],
+    storage: FromDishka[LocalDiskStorage],
+    clock: FromDishka[Clock],
+) -> File:
+    query = request.query_params
+    download = storage.check_download(
+        key.lstrip("/"),
+        expires=query.get("exp"),
+        file_name=query.get("fn"),
+        content_type=query.get("ct"),
+        signature=query.get("sig"),
+        now=clock.now(),
+    )
+    # Always an attachment, never rendered on the service's origin, whatever the type says.
+    headers = {
+        "Cache-Control": "private, no-store",
+        "X-Content-Type-Options": "nosniff",
+        "Content-Security-Policy": "default-src 'none'; sandbox",
+        "Content-Disposition": attachment(download.file_name)
+        if download.file_name
+        else "attachment",
+    }
+    return File(
+        path=download.path,
+        media_type=download.content_type,
+        content_disposition_type="attachment",
+        headers=headers,
     )

@@ -1,0 +1,389 @@
+"""The HTTP edge's own validation: every request is checked against the types its route
+declares (and documents in `/schema/openapi.json`) before Litestar converts it, and a failure
+is answered with the specification's message from one table.
+
+Bodies are decoded strictly (no string-to-number coercion) with msgspec, one field at a time,
+so that every failing field is known and the table's order picks the message the use case
+would have given (the use cases keep their own checks: the CLI calls them too). Query and path
+parameters are checked from their raw strings. A body that is not JSON, is nested too deeply
+or holds a number too large for any field is a 400, never a 500; a body sent without a JSON
+media type is a 415.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, Literal, get_args, get_origin
+
+import msgspec
+from litestar import Request
+from litestar.enums import ParamType
+from litestar.exceptions import HTTPException
+from litestar.params import BodyKwarg, ParameterKwarg
+
+from application.use_cases.download_file import PAGE_INVALID, PART_INVALID
+from domain.agents import AGENT_ID_REQUIRED, TAG_ID_REQUIRED
+from domain.conversations import THREAD_ID_INVALID
+from domain.errors import Invalid, field_error
+from domain.files import FILE_FIELDS_REQUIRED, FILE_ID_REQUIRED
+from domain.ids import parse_positive_id, parse_uuid
+from domain.knowledge_bases import KB_ID_REQUIRED
+from entrypoints.http import agent_schemas as agents
+from entrypoints.http import conversation_schemas as conversations
+from entrypoints.http import schemas
+from entrypoints.http.controllers.chat import ChatBody
+
+Kind = Literal["missing", "null", "empty", "type", "range"]
+ANY: frozenset[Kind] = frozenset({"missing", "null", "empty", "type", "range"})
+ABSENT: frozenset[Kind] = frozenset({"missing", "null", "empty"})
+INVALID_BODY = "Invalid request body"
+MALFORMED_BODY = "Malformed request body"
+UNSUPPORTED_MEDIA_TYPE = "Unsupported Media Type"
+UUID_INVALID = "must be a valid UUID"
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    """The message for a failing field (wire name), for the kinds of failure it covers;
+    `detail` adds `details: [{field, message: detail}]` as the use case does."""
+
+    field: str
+    message: str
+    kinds: frozenset[Kind] = ANY
+    detail: str | None = None
+
+
+RANGE: frozenset[Kind] = frozenset({"range"})
+NULL_OR_EMPTY: frozenset[Kind] = frozenset({"null", "empty"})
+
+
+def _name_rules() -> tuple[Rule, ...]:
+    return (Rule("name", "Name is required", ABSENT, "must be a non-empty string"),)
+
+
+def _too_long(field: str, message: str) -> Rule:
+    return Rule(field, message, RANGE, "too long")
+
+
+def _knowledge_base_rules() -> tuple[Rule, ...]:
+    return (
+        _too_long("name", "Name must be at most 200 characters"),
+        _too_long("description", "Description must be at most 4000 characters"),
+        Rule("chunkSize", "chunkSize must be between 32 and 8192", RANGE, "out of range"),
+        Rule(
+            "embeddingDimensions",
+            "embeddingDimensions must be between 1 and 4000",
+            RANGE,
+            "out of range",
+        ),
+        Rule(
+            "chunkOverlap",
+            "chunkOverlap must be at least 0 and less than half of chunkSize",
+            RANGE,
+            "out of range",
+        ),
+    )
+
+
+def _agent_rules() -> tuple[Rule, ...]:
+    return (
+        _too_long("name", "Name must be at most 200 characters"),
+        _too_long("description", "description must be at most 4000 characters"),
+        _too_long("role", "role must be at most 20000 characters"),
+        *(
+            Rule(field, f"{field} must hold positive integer ids", detail=f"invalid {field}")
+            for field in ("knowledgeBaseIds", "skillIds", "tagIds")
+        ),
+    )
+
+
+# Bodies: per request struct, in the order the use case checks its fields. A failing field
+# without a rule answers 400 "Invalid request body" with one `details` entry per field.
+BODY_RULES: Mapping[type[msgspec.Struct], tuple[Rule, ...]] = {
+    schemas.AssociateFileBody: (
+        *(
+            Rule(f, FILE_FIELDS_REQUIRED, frozenset({"missing", "null", "empty", "type"}))
+            for f in ("fileId", "fileName", "fileKey", "contentKey", "contentType")
+        ),
+        Rule("kbId", KB_ID_REQUIRED),
+        Rule("fileId", "File ID must be a UUID"),
+        Rule(
+            "fileName",
+            "File name must be 1 to 255 printable characters",
+            frozenset({"range"}),
+            "invalid file name",
+        ),
+        Rule(
+            "fileSize",
+            "File size must be a non-negative integer",
+            detail="expected a non-negative integer",
+        ),
+    ),
+    schemas.ReprocessBody: (Rule("kbId", KB_ID_REQUIRED), Rule("fileId", FILE_ID_REQUIRED)),
+    schemas.CreateKnowledgeBaseBody: (*_name_rules(), *_knowledge_base_rules()),
+    schemas.UpdateKnowledgeBaseBody: (
+        Rule("kbId", KB_ID_REQUIRED),
+        Rule("name", "Name is required", NULL_OR_EMPTY, "must be a non-empty string"),
+        *_knowledge_base_rules(),
+    ),
+    schemas.SearchBody: (
+        Rule("kbId", KB_ID_REQUIRED, detail="a positive integer"),
+        Rule("kbIds", KB_ID_REQUIRED, detail="1 to 20 ids"),
+        Rule("query", "query is required", ABSENT, "a non-empty string"),
+        Rule("query", "query must be at most 2000 characters", frozenset({"range"}), "too long"),
+        Rule("topK", "topK must be an integer from 1 to 50", detail="out of range"),
+    ),
+    schemas.PresignBody: (
+        Rule("fileName", "fileName is required", ABSENT, "required"),
+        Rule("contentType", "contentType is required", ABSENT, "required"),
+        Rule(
+            "fileSize",
+            "File size must be a non-negative integer",
+            detail="expected a non-negative integer",
+        ),
+    ),
+    agents.CreateAgentBody: (*_name_rules(), *_agent_rules()),
+    agents.UpdateAgentBody: (
+        Rule("agentId", AGENT_ID_REQUIRED),
+        Rule("name", "Name is required", NULL_OR_EMPTY, "must be a non-empty string"),
+        *_agent_rules(),
+    ),
+    agents.CreateAgentTagBody: (
+        *_name_rules(),
+        Rule("name", "Name must be at most 64 characters", frozenset({"range"}), "too long"),
+        Rule("color", "color must have the form #RRGGBB", frozenset({"range"}), "expected #RRGGBB"),
+    ),
+    ChatBody: (
+        Rule("messages", "messages must be a non-empty array"),
+        Rule("agentId", AGENT_ID_REQUIRED),
+        Rule("threadId", THREAD_ID_INVALID),
+        Rule("title", "title must be a string", frozenset({"type"}), "expected a string"),
+        Rule("upstreamConversationId", "upstreamConversationId must be a valid UUID"),
+    ),
+    conversations.RenameConversationBody: (
+        Rule("threadId", THREAD_ID_INVALID),
+        Rule("name", "name is required", frozenset({"missing"}), "required"),
+    ),
+}
+
+
+def _positive_id(raw: str) -> bool:
+    """The domain's own rule (`parse_positive_id`): plain ASCII digits, 1 to 2^63-1."""
+    try:
+        parse_positive_id(raw, "")
+    except Invalid:
+        return False
+    return True
+
+
+def _uuid(raw: str) -> bool:
+    """The domain's own rule (`parse_uuid`): the canonical 8-4-4-4-12 form."""
+    try:
+        parse_uuid(raw, "")
+    except Invalid:
+        return False
+    return True
+
+
+def _limit(top: int) -> Callable[[str], bool]:
+    def valid(raw: str) -> bool:
+        text = raw.strip()
+        return text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= top
+
+    return valid
+
+
+@dataclass(frozen=True, slots=True)
+class ParamRule:
+    message: str
+    valid: Callable[[str], bool]
+    detail: str | None = None
+
+
+# Query and path parameters, by wire name (the same name means the same thing on every route).
+PARAM_RULES: Mapping[str, ParamRule] = {
+    "kbId": ParamRule(KB_ID_REQUIRED, _positive_id),
+    "agentId": ParamRule(AGENT_ID_REQUIRED, _positive_id),
+    "tagId": ParamRule(TAG_ID_REQUIRED, _positive_id),
+    "fileId": ParamRule(FILE_ID_REQUIRED, _uuid),
+    "threadId": ParamRule(THREAD_ID_INVALID, _uuid),
+    "thread_id": ParamRule(THREAD_ID_INVALID, _uuid),
+}
+# Parameters whose rule depends on the route: by handler name and wire name.
+ROUTE_PARAM_RULES: Mapping[tuple[str, str], ParamRule] = {
+    ("list_conversations", "limit"): ParamRule(
+        "limit must be an integer from 1 to 100", _limit(100), "out of range"
+    ),
+    ("download_file", "part"): ParamRule(
+        PART_INVALID, lambda raw: raw in ("original", "content", "image"), "unknown part"
+    ),
+    ("download_file", "page"): ParamRule(PAGE_INVALID, _limit(100_000), "out of range"),
+}
+
+
+def _classify(value: Any, error: str) -> Kind:
+    if value is None:
+        return "null"
+    if isinstance(value, str) and not value.strip():
+        return "empty"
+    if re.match(r"Expected `[^`]+`, got `", error):
+        return "type"
+    return "range"
+
+
+@dataclass(frozen=True, slots=True)
+class _Field:
+    wire: str
+    type: Any
+    required: bool
+
+
+@cache
+def _fields(struct: type[msgspec.Struct]) -> tuple[_Field, ...]:
+    return tuple(_Field(f.encode_name, f.type, f.required) for f in msgspec.structs.fields(struct))
+
+
+def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tuple[Kind, str]]:
+    """Every field of `struct` that `body` fails, with the kind of failure and msgspec's text.
+    Raises `Invalid(MALFORMED_BODY)` for a body that is not a JSON object."""
+    try:
+        raw = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
+    except RecursionError:
+        raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
+    except msgspec.ValidationError:
+        raise Invalid(INVALID_BODY, [field_error("body", "expected a JSON object")]) from None
+    except msgspec.DecodeError as error:
+        raise Invalid(MALFORMED_BODY, [field_error("body", str(error))]) from None
+    failures: dict[str, tuple[Kind, str]] = {}
+    for field in _fields(struct):
+        if field.wire not in raw:
+            if field.required:
+                failures[field.wire] = ("missing", "required")
+            continue
+        try:
+            msgspec.json.decode(raw[field.wire], type=field.type, strict=True)
+        except RecursionError:
+            raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
+        except msgspec.ValidationError as error:
+            failure = _failure(raw[field.wire], field.type, error)
+            if failure is not None:
+                failures[field.wire] = failure
+    return failures
+
+
+def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kind, str] | None:
+    """How a field failed, or None when only integers in other clothes stood in the way:
+    integral numbers written with a fraction or an exponent (`3.0`, `1e3`), which JSON Schema
+    counts as integers, and ids sent as strings of digits (`"12"`), which the service has
+    always taken. Litestar's conversion takes both as integers."""
+    try:
+        value = msgspec.json.decode(raw)
+    except (msgspec.DecodeError, RecursionError):
+        return ("range", str(error))
+    if "got `float`" in str(error) or "got `str`" in str(error):
+        try:
+            msgspec.convert(_integral(value), kind, strict=True)
+        except msgspec.ValidationError as again:
+            error = again
+        else:
+            return None
+    return (_classify(value, str(error)), str(error))
+
+
+def _integral(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
+        return int(value)
+    if isinstance(value, list):
+        return [_integral(item) for item in value]
+    if isinstance(value, dict):
+        return {key: _integral(item) for key, item in value.items()}
+    return value
+
+
+def body_error(struct: type[msgspec.Struct], failures: dict[str, tuple[Kind, str]]) -> Invalid:
+    """The error the table gives for these failures."""
+    for rule in BODY_RULES.get(struct, ()):
+        failure = failures.get(rule.field)
+        if failure is not None and failure[0] in rule.kinds:
+            details = [field_error(rule.field, rule.detail)] if rule.detail else None
+            return Invalid(rule.message, details)
+    return Invalid(INVALID_BODY, [field_error(f, text) for f, (_, text) in failures.items()])
+
+
+def param_error(name: str, raw: str | None, route: str = "") -> Invalid | None:
+    """The table's error for query or path parameter `name` of the route handled by `route`
+    (`raw` None: absent and required); None when it is valid or the table has no rule."""
+    rule = ROUTE_PARAM_RULES.get((route, name)) or PARAM_RULES.get(name)
+    if rule is None:
+        return None
+    if raw is None or not rule.valid(raw):
+        return Invalid(rule.message, [field_error(name, rule.detail)] if rule.detail else None)
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class _Edge:
+    route: str
+    body: type[msgspec.Struct] | None
+    params: tuple[tuple[str, str, bool], ...]  # (wire name, "query" | "path", required)
+
+
+def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
+    while get_origin(annotation) is not None and get_args(annotation):
+        annotation = get_args(annotation)[0]
+    if isinstance(annotation, type) and issubclass(annotation, msgspec.Struct):
+        return annotation
+    return None
+
+
+@cache
+def _edge(handler: Any) -> _Edge:
+    body: type[msgspec.Struct] | None = None
+    params: list[tuple[str, str, bool]] = []
+    path_names = _path_params(handler)
+    for name, definition in handler.parsed_fn_signature.parameters.items():
+        kwarg = definition.kwarg_definition
+        if name == "data" or isinstance(kwarg, BodyKwarg):
+            body = _struct_of(definition.annotation)
+        elif name in path_names:
+            params.append((name, "path", True))
+        elif isinstance(kwarg, ParameterKwarg) and kwarg.param_type is ParamType.QUERY:
+            required = not definition.has_default and not definition.is_optional
+            params.append((kwarg.name or name, "query", required))
+    return _Edge(handler.handler_name, body, tuple(params))
+
+
+def _path_params(handler: Any) -> set[str]:
+    return {m for path in handler.paths for m in re.findall(r"{(\w+):", path)}
+
+
+def _is_json(content_type: str) -> bool:
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and "+json" in media)
+
+
+async def check_request(request: Request[Any, Any, Any]) -> None:
+    """Litestar `before_request` hook: refuse what the route's declared types refuse, with the
+    table's messages, before Litestar converts anything."""
+    edge = _edge(request.route_handler)
+    for name, source, required in edge.params:
+        values = request.path_params if source == "path" else request.query_params
+        raw = values.get(name)
+        if raw is None and not required:
+            continue
+        error = param_error(name, None if raw is None else str(raw), edge.route)
+        if error is not None:
+            raise error
+    if edge.body is None:
+        return
+    if not _is_json(request.headers.get("content-type", "")):
+        raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
+    body = await request.body()
+    failures = decode_failures(edge.body, body)
+    if failures:
+        raise body_error(edge.body, failures)

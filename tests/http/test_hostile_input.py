@@ -1,0 +1,169 @@
+"""Hostile and malformed input at the HTTP edge: always a 4xx in the contract's error shape,
+never a 500, and nothing stored."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from sqlalchemy import text
+
+from tests.http.helpers import association, make_kb, presign
+
+KB_ID_REQUIRED = {"error": "Valid knowledge base ID is required"}
+HUGE = "9" * 5000
+
+
+def deep(levels: int) -> bytes:
+    return b'{"name": "x", "extractionSchema": ' + b'{"a": ' * levels + b"1" + b"}" * levels + b"}"
+
+
+def assert_error_shape(response) -> dict:
+    body = response.json()
+    assert set(body) <= {"error", "details"} and isinstance(body["error"], str)
+    return body
+
+
+@pytest.mark.parametrize("levels", [990, 5000, 100_000])
+async def test_deeply_nested_json_is_400(client, alice, owner_engine, levels):
+    response = await client.post(
+        "/kb/manage",
+        content=deep(levels),
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400, response.text[:200]
+    assert assert_error_shape(response)["error"] == "Malformed request body"
+    async with owner_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT count(*) FROM knowledge_bases")) == 0
+
+
+async def test_a_deeply_nested_array_body_is_400(client, alice):
+    response = await client.post(
+        "/agents",
+        content=b"[" * 50_000 + b"]" * 50_000,
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert_error_shape(response)
+
+
+@pytest.mark.parametrize("path", ["/kb/files", "/kb/manage"])
+async def test_a_5000_digit_kb_id_in_the_query_is_400(client, alice, path):
+    get = await client.get(f"/kb/files?kbId={HUGE}", headers=alice.headers)
+    assert (get.status_code, get.json()) == (400, KB_ID_REQUIRED)
+    delete = await client.delete(f"{path}?kbId={HUGE}", headers=alice.headers)
+    assert (delete.status_code, delete.json()) == (400, KB_ID_REQUIRED)
+
+
+async def test_a_5000_digit_kb_id_in_a_body_is_400(client, alice):
+    upload = await presign(client, alice)
+    body = json.dumps(association(1, upload)).replace('"kbId": 1', f'"kbId": {HUGE}')
+    for path, method, content in (
+        ("/kb/files", "POST", body),
+        ("/kb/manage", "PATCH", f'{{"kbId": {HUGE}, "name": "x"}}'),
+        ("/kb/search", "POST", f'{{"kbId": {HUGE}, "query": "x"}}'),
+        ("/kb/search", "POST", f'{{"kbIds": [{HUGE}], "query": "x"}}'),
+        ("/kb/files/reprocess", "POST", f'{{"kbId": {HUGE}, "fileId": "{upload["fileId"]}"}}'),
+    ):
+        response = await client.request(
+            method,
+            path,
+            content=content.encode(),
+            headers={**alice.headers, "Content-Type": "application/json"},
+        )
+        assert response.status_code == 400, (path, response.text[:200])
+        assert response.json()["error"] == KB_ID_REQUIRED["error"], path
+
+
+async def test_a_huge_number_anywhere_in_a_body_is_400(client, alice):
+    kb = await make_kb(client, alice)
+    upload = await presign(client, alice)
+    body = association(kb["id"], upload, userMetadata={"n": 1})
+    content = json.dumps(body).replace('"n": 1', f'"n": {HUGE}')
+    response = await client.post(
+        "/kb/files",
+        content=content.encode(),
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert response.status_code == 400
+    assert assert_error_shape(response)["error"] == "Invalid request body"
+
+
+@pytest.mark.parametrize("content_type", [None, "text/plain", "application/x-www-form-urlencoded"])
+async def test_json_without_a_json_content_type_is_415(client, alice, owner_engine, content_type):
+    headers = dict(alice.headers)
+    if content_type:
+        headers["Content-Type"] = content_type
+    response = await client.post("/kb/manage", content=b'{"name": "Docs"}', headers=headers)
+    assert (response.status_code, response.json()) == (415, {"error": "Unsupported Media Type"})
+    async with owner_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT count(*) FROM knowledge_bases")) == 0
+
+
+async def test_json_media_types_with_parameters_are_accepted(client, alice):
+    for content_type in ("application/json; charset=utf-8", "Application/JSON"):
+        response = await client.post(
+            "/kb/manage",
+            content=b'{"name": "Docs"}',
+            headers={**alice.headers, "Content-Type": content_type},
+        )
+        assert response.status_code == 201, (content_type, response.text)
+
+
+async def test_415_needs_a_token_first(client):
+    response = await client.post("/kb/manage", content=b'{"name": "Docs"}')
+    assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["?kbId=1e3", "?kbId=%201%20x", "?kbId=0x10", "?kbId=9223372036854775808", "?kbId=%E2%91%A0"],
+)
+async def test_query_ids_that_are_not_positive_64_bit_integers(client, alice, query):
+    response = await client.get(f"/kb/files{query}", headers=alice.headers)
+    assert (response.status_code, response.json()) == (400, KB_ID_REQUIRED)
+
+
+async def test_a_huge_or_odd_thread_id_is_400(client, alice):
+    for value in (HUGE, "x" * 10_000, "%00"):
+        response = await client.get(f"/getConversation?threadId={value}", headers=alice.headers)
+        assert response.status_code == 400
+        assert response.json() == {"error": "threadId must be a valid UUID"}
+
+
+async def test_bodies_that_are_not_objects_are_400(client, alice):
+    for content in (b"[]", b"1", b'"x"', b"null", b"", b"\xff\xfe"):
+        response = await client.post(
+            "/kb/files",
+            content=content,
+            headers={**alice.headers, "Content-Type": "application/json"},
+        )
+        assert response.status_code == 400, content
+        assert_error_shape(response)
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        lambda u: u.replace("-", ""),
+        lambda u: "{" + u + "}",
+        lambda u: "urn:uuid:" + u,
+        lambda u: f" {u}",
+    ],
+)
+async def test_non_canonical_uuids_in_bodies_are_400(client, alice, owner_engine, form):
+    kb = await make_kb(client, alice)
+    upload = await presign(client, alice)
+    odd = form(upload["fileId"])
+    for path, body in (
+        ("/kb/files", association(kb["id"], upload, fileId=odd)),
+        ("/kb/files/reprocess", {"kbId": kb["id"], "fileId": odd}),
+        ("/chat", {"agentId": 1, "threadId": odd, "messages": []}),
+        ("/api/renameConversation", {"threadId": odd, "name": "x"}),
+    ):
+        method = "PATCH" if path.startswith("/api/") else "POST"
+        response = await client.request(method, path, json=body, headers=alice.headers)
+        assert response.status_code == 400, (path, odd, response.text[:200])
+        assert_error_shape(response)
+    async with owner_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT count(*) FROM knowledge_base_files")) == 0
