@@ -250,6 +250,12 @@ def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tupl
     """Every field of `struct` that `body` fails, with the kind of failure and msgspec's text.
     Raises `Invalid(MALFORMED_BODY)` for a body that is not a JSON object."""
     try:
+        # Most bodies are valid: one strict decode of the whole struct answers for every field.
+        msgspec.json.decode(body, type=struct, strict=True)
+        return {}
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        pass
+    try:
         raw = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
     except RecursionError:
         raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
