@@ -10,6 +10,7 @@ from enum import StrEnum
 from typing import Any
 
 from domain.errors import Invalid, field_error
+from domain.text import check_storable, has_invisible
 
 FILE_FIELDS_REQUIRED = "File ID, name, file key, content key, and content type are required"
 FILE_NOT_FOUND = "File not found"
@@ -17,9 +18,6 @@ FILE_ID_REQUIRED = "Valid file ID is required"
 MAX_FILE_NAME = 255
 CONTENT_NAME = "content.md"
 RESERVED_NAMES = frozenset({CONTENT_NAME, "images"})
-# Control characters (Cc), format characters such as bidi overrides and isolates (Cf),
-# surrogates (Cs), private use (Co), unassigned (Cn), line and paragraph separators (Zl, Zp).
-_REFUSED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"})
 _CONTENT_TYPE = re.compile(
     r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
 )
@@ -132,13 +130,13 @@ def validate_file_name(value: str) -> str:
 
     Surrounding spaces are dropped; a control character (NUL, newline, tab, ...), a bidi
     override or isolate or any other invisible format character anywhere is refused."""
-    if any(unicodedata.category(char) in _REFUSED_CATEGORIES for char in value):
+    if has_invisible(value):
         raise Invalid(
             "File name must not contain control or invisible formatting characters",
             [field_error("fileName", "contains a control or formatting character")],
         )
     name = value.strip(" ")
-    if not name or len(name) > MAX_FILE_NAME or not name.isprintable():
+    if not name.strip() or len(name) > MAX_FILE_NAME:
         raise Invalid(
             f"File name must be 1 to {MAX_FILE_NAME} printable characters",
             [field_error("fileName", "invalid file name")],
@@ -148,7 +146,7 @@ def validate_file_name(value: str) -> str:
             "File name must not contain a path separator",
             [field_error("fileName", "contains / or \\")],
         )
-    return name
+    return check_storable(name, "fileName")
 
 
 def validate_content_type(value: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.errors import Invalid, field_error
+from domain.text import has_invisible, is_storable
 
 EMBEDDING_PROVIDERS = ("local", "openai")
 CHAT_PROVIDERS = ("local", "openai")
@@ -46,8 +47,7 @@ def parse_model_ref(value: object, *, field: str, providers: tuple[str, ...]) ->
             f"Unknown provider '{provider}' in {field}; known providers: {known}",
             [field_error(field, f"unknown provider '{provider}'")],
         )
-    # Printable and without spaces: no NUL, control, format or unpaired surrogate character.
-    if not model or len(model) > 200 or not model.isprintable() or " " in model:
+    if not model or len(model) > 200 or has_invisible(model, spaces=True) or not is_storable(model):
         raise Invalid(f"{field} names no valid model", [field_error(field, "invalid model name")])
     return ModelRef(provider, model)
 

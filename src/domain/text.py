@@ -20,6 +20,77 @@ BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u206
 LINE_BREAKS = frozenset("\n\r\u2028\u2029")
 
 
+# Unicode 14's (Python 3.11's) controls (Cc), invisible format characters (Cf) and
+# separators (Zs, Zl, Zp), as inclusive code point ranges. Written out rather than derived
+# from `unicodedata` (a second at import), so that a rule and the OpenAPI pattern stating it
+# are built from the same table; a unit test compares them with `unicodedata`.
+CONTROLS = ((0x00, 0x1F), (0x7F, 0x9F))
+FORMAT_CHARACTERS = (
+    (0xAD, 0xAD),
+    (0x600, 0x605),
+    (0x61C, 0x61C),
+    (0x6DD, 0x6DD),
+    (0x70F, 0x70F),
+    (0x890, 0x891),
+    (0x8E2, 0x8E2),
+    (0x180E, 0x180E),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x2064),
+    (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF),
+    (0xFFF9, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x13438),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0001, 0xE0001),
+    (0xE0020, 0xE007F),
+)
+SEPARATORS = ((0x2028, 0x2029),)
+SPACES = (
+    (0x20, 0x20),
+    (0xA0, 0xA0),
+    (0x1680, 0x1680),
+    (0x2000, 0x200A),
+    (0x202F, 0x202F),
+    (0x205F, 0x205F),
+    (0x3000, 0x3000),
+)
+INVISIBLE = CONTROLS + FORMAT_CHARACTERS + SEPARATORS
+"""What a name may not hold anywhere: controls, format characters, line separators."""
+
+
+def character_class(*tables: tuple[tuple[int, int], ...]) -> str:
+    """The inside of a regular expression's `[...]` matching every code point of `tables`,
+    written so that Python's `re` and an ECMAScript pattern with the `u` flag read it alike
+    (`\\uXXXX` escapes in the BMP, the characters themselves beyond it)."""
+
+    def char(code: int) -> str:
+        return f"\\u{code:04x}" if code <= 0xFFFF else chr(code)
+
+    return "".join(
+        char(low) if low == high else f"{char(low)}-{char(high)}"
+        for table in tables
+        for low, high in table
+    )
+
+
+def _matcher(*tables: tuple[tuple[int, int], ...]) -> re.Pattern[str]:
+    return re.compile(f"[{character_class(*tables)}]")
+
+
+_INVISIBLE = _matcher(INVISIBLE)
+_INVISIBLE_OR_SPACE = _matcher(INVISIBLE, SPACES)
+
+
+def has_invisible(value: str, *, spaces: bool = False) -> bool:
+    """Whether `value` holds a control, format or separator character (with `spaces`, any
+    space character too, the ASCII space included)."""
+    return (_INVISIBLE_OR_SPACE if spaces else _INVISIBLE).search(value) is not None
+
+
 def is_storable(value: str) -> bool:
     """Whether PostgreSQL can store `value`: no NUL character, no unpaired surrogate."""
     return _UNSTORABLE.search(value) is None

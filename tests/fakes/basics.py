@@ -89,12 +89,11 @@ class FakeStorage:
         key: str,
         *,
         content_type: str,
-        max_size: int,
+        size: int,
         expires_at: datetime,
-        exact_size: int | None = None,
     ) -> SignedUpload:
         return SignedUpload(
-            url=f"https://storage.test/{key}?max={max_size}",
+            url=f"https://storage.test/{key}?size={size}",
             method="PUT",
             headers={"Content-Type": content_type},
             expires_at=expires_at,
@@ -126,6 +125,12 @@ class FakeStorage:
 
     async def exists(self, key: str) -> bool:
         return key in self.objects
+
+    async def delete(self, key: str) -> None:
+        if any(key.startswith(prefix) for prefix in self.failing_prefixes):
+            raise OSError("storage unavailable")
+        self.objects.pop(key, None)
+        self.content_types.pop(key, None)
 
     async def delete_prefix(self, prefix: str) -> int:
         if prefix in self.failing_prefixes:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from urllib.parse import urlsplit
 
 import pytest
+from sqlalchemy import text
 
+from adapters.storage.local_disk import LocalDiskStorage, load_or_create_secret
 from tests.http.helpers import association, make_kb, presign, put_upload
 
 
@@ -75,6 +77,38 @@ async def test_the_content_and_page_images(app_client, alice, settings):
         query(kb, record, "&part=image&page=1"), headers=alice.headers, follow_redirects=False
     )
     assert (page.status_code, page.json()) == (404, {"error": "Page image not found"})
+
+
+async def test_a_page_image_is_served_by_its_page_number(app_client, alice, settings, owner_engine):
+    kb, record = await a_file(app_client, alice, settings)
+    data_dir = settings.data_dir.resolve()
+    storage = LocalDiskStorage(
+        data_dir / "objects",
+        "http://testserver.local",
+        load_or_create_secret(data_dir / "storage-signing.key"),
+    )
+    keys = [f"{record['fileKey'].rsplit('/', 1)[0]}/images/page-{n}.png" for n in (1, 2)]
+    for n, key in enumerate(keys, start=1):
+        await storage.put(key, b"\x89PNG page %d" % n, content_type="image/png")
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE knowledge_base_files SET image_keys = :keys WHERE id = :id"),
+            {"keys": keys, "id": record["id"]},
+        )
+    for page in (1, 2):
+        found = await app_client.get(
+            query(kb, record, f"&part=image&page={page}"),
+            headers=alice.headers,
+            follow_redirects=False,
+        )
+        assert found.status_code == 302, found.text
+        served = await app_client.get(local(found.headers["location"]))
+        assert served.status_code == 200 and served.content == b"\x89PNG page %d" % page
+        assert served.headers["content-type"] == "image/png"
+    beyond = await app_client.get(
+        query(kb, record, "&part=image&page=3"), headers=alice.headers, follow_redirects=False
+    )
+    assert (beyond.status_code, beyond.json()) == (404, {"error": "Page image not found"})
 
 
 @pytest.mark.parametrize(

@@ -201,7 +201,11 @@ async def test_delete_file(client, alice, bob, settings):
             {"fileName": "a.txt", "contentType": "text/plain", "fileSize": 4097},
             "exceeds the maximum upload size",
         ),
-        ({"fileName": "a.txt", "contentType": "nonsense"}, "Content type must be a MIME type"),
+        (
+            {"fileName": "a.txt", "contentType": "nonsense", "fileSize": 1},
+            "Content type must be a MIME type",
+        ),
+        ({"fileName": "a.txt", "contentType": "text/plain"}, "fileSize is required"),
     ],
 )
 async def test_presign_refuses_bad_input(client, alice, body, message):
@@ -215,7 +219,7 @@ async def test_signed_upload_refusals_store_nothing(client, alice, settings):
     stored = settings.data_dir.resolve() / "objects" / upload["fileKey"]
     cases = [
         (path.replace("sig=", "sig=0"), "text/plain", b"12345", 403),
-        (path.replace("max=5", "max=50"), "text/plain", b"12345", 403),
+        (path.replace("size=5", "size=50"), "text/plain", b"12345", 403),
         (path.replace("a.txt?", "b.txt?"), "text/plain", b"12345", 403),
         (path.split("?")[0], "text/plain", b"12345", 403),
         (path, "text/html", b"12345", 403),
@@ -238,7 +242,7 @@ async def test_expired_upload_is_refused(client, settings):
     signed = await storage.sign_upload(
         "orgs/org_a/files/f/x.txt",
         content_type="text/plain",
-        max_size=10,
+        size=1,
         expires_at=datetime.now(UTC) - timedelta(1),
     )
     response = await client.put(

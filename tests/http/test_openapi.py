@@ -124,7 +124,7 @@ async def test_signed_upload_documents_its_query(session_client):
     doc = await document(session_client)
     put = doc["paths"]["/storage/{key}"]["put"]
     query = {p["name"]: p for p in put["parameters"] if p["in"] == "query"}
-    assert set(query) == {"ct", "max", "exp", "sig"}
+    assert set(query) == {"ct", "size", "exp", "sig"}
     assert all(p["required"] for p in query.values())
     assert put["requestBody"]["required"] is True
 

@@ -26,7 +26,7 @@ def params(url):
     query = {k: v[0] for k, v in parse_qs(urlsplit(url).query).items()}
     return {
         "content_type": query["ct"],
-        "max_size": query["max"],
+        "size": query["size"],
         "expires": query["exp"],
         "signature": query["sig"],
     }
@@ -44,14 +44,14 @@ async def test_secret_is_created_once(tmp_path):
 
 async def test_signed_upload_round_trip(storage):
     signed = await storage.sign_upload(
-        KEY, content_type="text/plain", max_size=10, expires_at=NOW + timedelta(minutes=5)
+        KEY, content_type="text/plain", size=9, expires_at=NOW + timedelta(minutes=5)
     )
     assert signed.url.startswith("http://x/storage/orgs/org_a/files/f1/a.txt?")
     limit = storage.check_signature(
         KEY, sent_content_type="text/plain", now=NOW, **params(signed.url)
     )
     stored = await storage.receive(
-        KEY, chunks(b"hello", b" you"), content_type="text/plain", max_size=limit, declared=9
+        KEY, chunks(b"hello", b" you"), content_type="text/plain", size=limit, declared=9
     )
     assert (stored.size, await storage.get(KEY)) == (9, b"hello you")
     assert await storage.exists(KEY)
@@ -62,7 +62,7 @@ async def test_signed_upload_round_trip(storage):
     ("change", "message"),
     [
         ({"key": "orgs/org_a/files/f1/b.txt"}, "Invalid upload signature"),
-        ({"max_size": "1000"}, "Invalid upload signature"),
+        ({"size": "1000"}, "Invalid upload signature"),
         ({"content_type": "text/html"}, "Invalid upload signature"),
         ({"sent_content_type": "text/html"}, "Content-Type does not match"),
         ({"now": NOW + timedelta(minutes=6)}, "Upload URL has expired"),
@@ -71,7 +71,7 @@ async def test_signed_upload_round_trip(storage):
 )
 async def test_tampered_or_expired_uploads_are_refused(storage, change, message):
     signed = await storage.sign_upload(
-        KEY, content_type="text/plain", max_size=10, expires_at=NOW + timedelta(minutes=5)
+        KEY, content_type="text/plain", size=9, expires_at=NOW + timedelta(minutes=5)
     )
     arguments = {"key": KEY, "sent_content_type": "text/plain", "now": NOW, **params(signed.url)}
     arguments.update(change)
@@ -79,29 +79,34 @@ async def test_tampered_or_expired_uploads_are_refused(storage, change, message)
         storage.check_signature(arguments.pop("key"), **arguments)
 
 
-async def receive(storage, *parts, max_size=6, declared=None):
+async def receive(storage, *parts, size=None, declared=None):
+    size = sum(map(len, parts)) if size is None else size
     return await storage.receive(
-        KEY, chunks(*parts), content_type="text/plain", max_size=max_size, declared=declared
+        KEY, chunks(*parts), content_type="text/plain", size=size, declared=declared
     )
 
 
-async def test_oversize_upload_stores_nothing_and_can_be_retried(storage):
+async def test_an_upload_of_another_size_stores_nothing_and_can_be_retried(storage):
     with pytest.raises(PayloadTooLarge):
-        await receive(storage, b"12345", b"678")
+        await receive(storage, b"12345", b"678", size=6)
     with pytest.raises(PayloadTooLarge):
-        await receive(storage, b"1", declared=7)
+        await receive(storage, b"1", size=6, declared=7)
+    with pytest.raises(Invalid, match="exactly 6 bytes"):
+        await receive(storage, b"12", b"3", size=6)
+    with pytest.raises(Invalid, match="exactly 6 bytes"):
+        await receive(storage, b"123456", size=6, declared=5)
     assert await storage.stat(KEY) is None
     folder = storage._path("orgs/org_a/files/f1")
     assert list(folder.iterdir()) == []
-    assert (await receive(storage, b"123")).size == 3
+    assert (await receive(storage, b"123456", size=6)).size == 6
 
 
 async def test_an_upload_is_used_once(storage):
     await receive(storage, b"first")
     with pytest.raises(Conflict, match="already been used"):
-        await receive(storage, b"second")
+        await receive(storage, b"secnd")
     with pytest.raises(Conflict):
-        await receive(storage, b"third", declared=3)
+        await receive(storage, b"third", declared=5)
     assert await storage.get(KEY) == b"first"
 
 
@@ -117,23 +122,21 @@ async def test_a_racing_second_upload_is_refused_while_the_first_runs(storage):
     async def slow():
         yield b"12"
         with pytest.raises(Conflict):
-            await receive(storage, b"34")
+            await receive(storage, b"34", size=4)
         yield b"56"
 
-    stored = await storage.receive(
-        KEY, slow(), content_type="text/plain", max_size=6, declared=None
-    )
+    stored = await storage.receive(KEY, slow(), content_type="text/plain", size=4, declared=None)
     assert (stored.size, await storage.get(KEY)) == (4, b"1256")
 
 
 @pytest.mark.parametrize(
     "change",
     [
-        {"max_size": "\u00b2"},
-        {"max_size": "1\u0661"},
-        {"max_size": "-1"},
-        {"max_size": "1e3"},
-        {"max_size": " 10"},
+        {"size": "\u00b2"},
+        {"size": "1\u0661"},
+        {"size": "-1"},
+        {"size": "1e3"},
+        {"size": " 10"},
         {"expires": "\u00b2"},
         {"expires": "9" * 40},
         {"expires": "99999999999999"},
@@ -145,7 +148,7 @@ async def test_a_racing_second_upload_is_refused_while_the_first_runs(storage):
 )
 async def test_malformed_signed_parameters_are_forbidden_never_an_error(storage, change):
     signed = await storage.sign_upload(
-        KEY, content_type="text/plain", max_size=10, expires_at=NOW + timedelta(minutes=5)
+        KEY, content_type="text/plain", size=9, expires_at=NOW + timedelta(minutes=5)
     )
     arguments = {"sent_content_type": "text/plain", "now": NOW, **params(signed.url)}
     arguments.update(change)
@@ -220,7 +223,7 @@ async def test_tampered_or_expired_downloads_are_refused(storage, change, error)
 
 async def test_an_upload_signature_is_no_download_signature_and_back(storage):
     signed = await storage.sign_upload(
-        KEY, content_type="text/plain", max_size=10, expires_at=NOW + timedelta(minutes=5)
+        KEY, content_type="text/plain", size=9, expires_at=NOW + timedelta(minutes=5)
     )
     upload = params(signed.url)
     await storage.put(KEY, b"hello", content_type="text/plain")
@@ -239,7 +242,7 @@ async def test_an_upload_signature_is_no_download_signature_and_back(storage):
         storage.check_signature(
             KEY,
             content_type="text/plain",
-            max_size="10",
+            size="9",
             expires=download["expires"],
             signature=download["signature"],
             sent_content_type="text/plain",
@@ -252,3 +255,16 @@ async def test_a_download_of_nothing_is_not_found(storage):
     with pytest.raises(NotFound):
         storage.check_download(KEY, now=NOW, **download_params(url))
     assert await storage.stat(KEY) is None
+
+
+async def test_delete_removes_one_object_and_tolerates_a_retry(storage):
+    await storage.put(KEY, b"hello", content_type="text/plain")
+    await storage.put("orgs/org_a/files/f1/b.txt", b"keep", content_type="text/plain")
+    await storage.delete(KEY)
+    await storage.delete(KEY)
+    assert await storage.stat(KEY) is None
+    assert await storage.get("orgs/org_a/files/f1/b.txt") == b"keep"
+    assert sorted(p.name for p in storage._path("orgs/org_a/files/f1").iterdir()) == [
+        ".b.txt.type",
+        "b.txt",
+    ]

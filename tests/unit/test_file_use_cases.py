@@ -178,7 +178,7 @@ async def test_create_upload_hands_out_keys_in_the_callers_organization(world, c
     assert prepared.file_key == folder + "Q3_resume.pdf"
     assert prepared.content_key == folder + "content.md"
     assert prepared.expires_at == clock.now() + timedelta(minutes=15)
-    assert prepared.upload.url.endswith("max=500")
+    assert prepared.upload.url.endswith("size=500")
 
 
 @pytest.mark.parametrize(
@@ -187,6 +187,7 @@ async def test_create_upload_hands_out_keys_in_the_callers_organization(world, c
         ({"file_name": None}, "fileName is required"),
         ({"content_type": ""}, "contentType is required"),
         ({"file_size": 1001}, "exceeds the maximum upload size"),
+        ({"file_size": None}, "fileSize is required"),
         ({"content_type": "text"}, "Content type must be a MIME type"),
     ],
 )

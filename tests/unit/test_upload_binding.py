@@ -170,7 +170,9 @@ async def test_presign_refuses_control_and_bidi_characters_in_names(world, calle
 async def test_presign_accepts_ordinary_unicode_names(world, caller):
     presign = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
     prepared = await presign.execute(
-        CreateUploadCommand(caller=caller, file_name=" Ünïcode 報告.pdf ", content_type="a/b")
+        CreateUploadCommand(
+            caller=caller, file_name=" Ünïcode 報告.pdf ", content_type="a/b", file_size=1
+        )
     )
     assert prepared.file_key.endswith("/Unicode_.pdf")
 

@@ -1,6 +1,6 @@
 """Object storage on the local disk, serving its own signed upload and download addresses.
 
-A signed upload address is `{public_url}/storage/{key}?ct=&max=&exp=&sig=` (PUT) and a signed
+A signed upload address is `{public_url}/storage/{key}?ct=&size=&exp=&sig=` (PUT) and a signed
 download address `{public_url}/storage/{key}?exp=&fn=&ct=&sig=` (GET), where `sig` is an
 HMAC-SHA256 under a secret only the server knows over the method and every parameter, so an
 upload signature never serves a download nor the other way round. Every parameter is checked
@@ -40,6 +40,11 @@ _NUMBER = re.compile(r"[0-9]{1,15}")
 _SIGNATURE = re.compile(r"[0-9a-f]{64}")
 _INVALID = "Invalid upload signature"
 _INVALID_DOWNLOAD = "Invalid download signature"
+_SIZE_EXCEEDED = "File exceeds the size the upload address was signed for"
+
+
+def _size_short(size: int) -> str:
+    return f"The upload must be exactly {size} bytes, the size the address was signed for"
 
 
 def load_or_create_secret(path: Path) -> bytes:
@@ -112,16 +117,15 @@ class LocalDiskStorage:
         key: str,
         *,
         content_type: str,
-        max_size: int,
+        size: int,
         expires_at: datetime,
-        exact_size: int | None = None,
     ) -> SignedUpload:
         self._path(key)
         expires = int(expires_at.timestamp())
-        signature = self._signature("PUT", key, content_type, max_size, expires)
+        signature = self._signature("PUT", key, content_type, size, expires)
         return SignedUpload(
             url=self._url(
-                key, {"ct": content_type, "max": max_size, "exp": expires, "sig": signature}
+                key, {"ct": content_type, "size": size, "exp": expires, "sig": signature}
             ),
             method="PUT",
             headers={"Content-Type": content_type},
@@ -153,20 +157,20 @@ class LocalDiskStorage:
         key: str,
         *,
         content_type: str | None,
-        max_size: str | None,
+        size: str | None,
         expires: str | None,
         signature: str | None,
         sent_content_type: str | None,
         now: datetime,
     ) -> int:
-        """Verify a signed upload's parameters; return the signed maximum size.
+        """Verify a signed upload's parameters; return the signed size.
 
         Raises `Forbidden` for a missing, malformed, tampered or expired signature, or a
         Content-Type header other than the signed one.
         """
-        if not (content_type and max_size and expires and signature):
+        if not (content_type and size and expires and signature):
             raise Forbidden("Missing upload signature")
-        limit, expiry = _number(max_size), _number(expires)
+        limit, expiry = _number(size), _number(expires)
         if limit is None or expiry is None:
             raise Forbidden(_INVALID)
         if not self._valid(signature, "PUT", key, content_type, limit, expiry):
@@ -212,13 +216,16 @@ class LocalDiskStorage:
         chunks: AsyncIterator[bytes],
         *,
         content_type: str,
-        max_size: int,
+        size: int,
         declared: int | None,
     ) -> StoredUpload:
-        """Write an upload's body to `key` once; refuse it whole when it exceeds `max_size`
-        (`PayloadTooLarge`) and when `key` was already uploaded to (`Conflict`)."""
-        if declared is not None and declared > max_size:
-            raise PayloadTooLarge("File exceeds the maximum upload size")
+        """Write an upload's body to `key` once; refuse it whole when it is not `size` bytes
+        (`PayloadTooLarge` when larger, `Invalid` when shorter) and when `key` was already
+        uploaded to (`Conflict`)."""
+        if declared is not None and declared > size:
+            raise PayloadTooLarge(_SIZE_EXCEEDED)
+        if declared is not None and declared < size:
+            raise Invalid(_size_short(size))
         target = self._path(key)
         target.parent.mkdir(parents=True, exist_ok=True)
         marker = _type_path(target)
@@ -230,16 +237,18 @@ class LocalDiskStorage:
             handle.write(content_type)
         partial = target.with_name(f".{target.name}.{secrets.token_hex(8)}.part")
         digest = hashlib.md5(usedforsecurity=False)
-        size = 0
+        received = 0
         stored = False
         try:
             with partial.open("wb") as handle:
                 async for chunk in chunks:
-                    size += len(chunk)
-                    if size > max_size:
-                        raise PayloadTooLarge("File exceeds the maximum upload size")
+                    received += len(chunk)
+                    if received > size:
+                        raise PayloadTooLarge(_SIZE_EXCEEDED)
                     digest.update(chunk)
                     await asyncio.to_thread(handle.write, chunk)
+            if received < size:
+                raise Invalid(_size_short(size))
             try:
                 os.link(partial, target)  # never replaces an object already stored
             except FileExistsError:
@@ -249,7 +258,7 @@ class LocalDiskStorage:
             partial.unlink(missing_ok=True)
             if not stored:
                 marker.unlink(missing_ok=True)
-        return StoredUpload(key=key, size=size, etag=digest.hexdigest())
+        return StoredUpload(key=key, size=received, etag=digest.hexdigest())
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         target = self._path(key)
@@ -295,6 +304,16 @@ class LocalDiskStorage:
             return _type_path(path).read_text(encoding="utf-8") or None
         except (FileNotFoundError, UnicodeDecodeError):
             return None
+
+    async def delete(self, key: str) -> None:
+        target = self._path(key)
+
+        def remove() -> None:
+            # The object before its type marker: a marker left alone still claims the key.
+            target.unlink(missing_ok=True)
+            _type_path(target).unlink(missing_ok=True)
+
+        await asyncio.to_thread(remove)
 
     async def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):

@@ -46,19 +46,18 @@ class S3ObjectStorage:
         key: str,
         *,
         content_type: str,
-        max_size: int,
+        size: int,
         expires_at: datetime,
-        exact_size: int | None = None,
     ) -> SignedUpload:
+        # Content-Length is signed but not handed out: the client's HTTP library sends it.
         params: dict[str, Any] = {
             "Bucket": self._bucket,
             "Key": self._key(key),
             "ContentType": content_type,
+            "ContentLength": size,
             "IfNoneMatch": "*",
         }
         headers = {"Content-Type": content_type, "If-None-Match": "*"}
-        if exact_size is not None:  # the client's HTTP library sends Content-Length itself
-            params["ContentLength"] = exact_size
         url = await self._client.generate_presigned_url(
             "put_object", Params=params, ExpiresIn=_seconds(expires_at), HttpMethod="PUT"
         )
@@ -115,6 +114,9 @@ class S3ObjectStorage:
                 return False
             raise
         return True
+
+    async def delete(self, key: str) -> None:
+        await self._client.delete_object(Bucket=self._bucket, Key=self._key(key))
 
     async def delete_prefix(self, prefix: str) -> int:
         if not prefix.endswith("/"):

@@ -29,7 +29,7 @@ class ObjectStorage(Protocol):
 
     Keys are relative paths such as `orgs/<org>/files/<fileId>/name.pdf`; the adapter never
     lets a key escape its root. A signed upload binds the key, the content type, the expiry
-    and the maximum size, and is used once: an upload that breaks any of them, or that comes
+    and the exact size, and is used once: an upload that breaks any of them, or that comes
     when an object is already stored at its key, is refused and stores nothing.
     """
 
@@ -38,13 +38,11 @@ class ObjectStorage(Protocol):
         key: str,
         *,
         content_type: str,
-        max_size: int,
+        size: int,
         expires_at: datetime,
-        exact_size: int | None = None,
     ) -> SignedUpload:
-        """A signed address that accepts exactly one object at `key` until `expires_at`, and
-        only while nothing is stored there. `exact_size`, when the size was declared, is bound
-        too by adapters that can (S3 signs the Content-Length); the others bound `max_size`."""
+        """A signed address that accepts exactly one object of `size` bytes and `content_type`
+        at `key` until `expires_at`, and only while nothing is stored there."""
         ...
 
     async def sign_download(
@@ -73,6 +71,11 @@ class ObjectStorage(Protocol):
 
     async def exists(self, key: str) -> bool:
         """Whether an object is stored at `key`."""
+        ...
+
+    async def delete(self, key: str) -> None:
+        """Delete the object at `key`; nothing happens when there is none, so a retry after a
+        failure finishes the job."""
         ...
 
     async def delete_prefix(self, prefix: str) -> int:

@@ -34,10 +34,10 @@ class PreparedUpload:
 class CreateUpload:
     """Hand out a signed address for uploading one file into the caller's organization.
 
-    Rules: fileName and contentType are required and well-formed (a name with a control
-    character, a bidi override or another invisible format character is 400); fileSize, when
-    given, is at most the upload limit (400 otherwise) and becomes the signed maximum (and the
-    exact size where storage can bind it), so a larger body is refused at upload time. A new
+    Rules: fileName, contentType and fileSize are required and well-formed (a name with a
+    control character, a bidi override or another invisible format character is 400); fileSize
+    is at most the upload limit (400 otherwise) and is signed into the address as the exact
+    size, so a body of another size is refused at upload time (S3 signs Content-Length). A new
     file id is generated; the keys are derived from it: `orgs/<org>/files/<fileId>/<safe
     name>` and `.../content.md` (`AssociateFile` derives them again and accepts no other); the
     address expires after the policy's time to live and accepts one upload. Nothing is written
@@ -57,15 +57,16 @@ class CreateUpload:
         file_name = validate_file_name(command.file_name)
         content_type = validate_content_type(command.content_type)
         size = validate_file_size(command.file_size, self._policy.max_size)
+        if size is None:
+            raise Invalid("fileSize is required", [field_error("fileSize", "required")])
         file_id = str(uuid.uuid4())
         file_key, content_key = storage_keys(command.caller.org_id, file_id, file_name)
         expires_at = self._clock.now() + self._policy.url_ttl
         upload = await self._storage.sign_upload(
             file_key,
             content_type=content_type,
-            max_size=size if size is not None else self._policy.max_size,
+            size=size,
             expires_at=expires_at,
-            exact_size=size,
         )
         return PreparedUpload(
             file_id=file_id,

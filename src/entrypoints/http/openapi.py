@@ -88,9 +88,9 @@ def _event_stream(description: str) -> OpenAPIResponse:
 
 _SIGNED_QUERY = (
     ("ct", "The content type the address was signed for; sent again as `Content-Type`"),
-    ("max", "The largest size in bytes the address accepts"),
+    ("size", "The size in bytes the address accepts, exactly"),
     ("exp", "When the address expires (Unix seconds)"),
-    ("sig", "The signature over the key, content type, size limit and expiry"),
+    ("sig", "The signature over the key, content type, size and expiry"),
 )
 
 

@@ -16,6 +16,7 @@ from domain.models import (
     EMBEDDING_PROVIDERS,
     MAX_EMBEDDING_DIMENSIONS,
 )
+from domain.text import INVISIBLE, SPACES, character_class
 from domain.values import UNSET as DOMAIN_UNSET
 
 PositiveId = Annotated[int, Meta(ge=1, le=MAX_BIGINT, description="A positive 64-bit integer id")]
@@ -30,8 +31,9 @@ decodes that from forms the contract refuses (no dashes)."""
 _CONTROLS = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 ONE_LINE = rf"^[^{_CONTROLS}]*[^\s{_CONTROLS}][^{_CONTROLS}]*$"
 NO_NUL = r"^[^\u0000]*$"
-NOT_BLANK = r"^[^\u0000]*[^\s\u0000][^\u0000]*$"
-_NAME_REFUSED = _CONTROLS + r"\u00ad\u200b-\u200f\ufeff/\\"
+# Python's `str.strip()` also drops U+001C to U+001F and U+0085, which `\s` leaves.
+NOT_BLANK = r"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085][^\u0000]*$"
+_NAME_REFUSED = character_class(INVISIBLE) + r"/\\"
 FILE_NAME = rf"^ *[^\s{_NAME_REFUSED}]([^{_NAME_REFUSED}]*[^\s{_NAME_REFUSED}])? *$"
 MIME_TYPE = (
     r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
@@ -46,7 +48,7 @@ def documented(pattern: str, **more: object) -> dict[str, object]:
 
 def model_pattern(providers: tuple[str, ...]) -> str:
     """A `provider:model` string of one of `providers` (the use case checks the model)."""
-    return rf"^({'|'.join(providers)}):[^\s{_CONTROLS}]{{1,200}}$"
+    return rf"^({'|'.join(providers)}):[^{character_class(INVISIBLE, SPACES)}]{{1,200}}$"
 
 
 EmbeddingModel = Annotated[
@@ -296,13 +298,13 @@ class SearchResponse(Camel):
 class PresignBody(Camel):
     file_name: FileName
     content_type: MimeType
-    file_size: (
-        Annotated[
-            Size,
-            Meta(description="Bytes; at most the deployment's upload limit (100 MiB by default)"),
-        ]
-        | None
-    ) = None
+    file_size: Annotated[
+        Size,
+        Meta(
+            description="The exact size in bytes, at most the deployment's upload limit (100 MiB "
+            "by default); the upload address takes a body of this size only"
+        ),
+    ]
 
 
 class PresignResponse(Camel):

@@ -139,6 +139,7 @@ BODY_RULES: Mapping[type[msgspec.Struct], tuple[Rule, ...]] = {
     schemas.PresignBody: (
         Rule("fileName", "fileName is required", ABSENT, "required"),
         Rule("contentType", "contentType is required", ABSENT, "required"),
+        Rule("fileSize", "fileSize is required", ABSENT, "required"),
         Rule(
             "fileSize",
             "File size must be a non-negative integer",

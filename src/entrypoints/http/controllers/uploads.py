@@ -64,10 +64,10 @@ async def receive_upload(
 ) -> Response[UploadReceipt]:
     key = key.lstrip("/")
     query = request.query_params
-    max_size = storage.check_signature(
+    size = storage.check_signature(
         key,
         content_type=query.get("ct"),
-        max_size=query.get("max"),
+        size=query.get("size"),
         expires=query.get("exp"),
         signature=query.get("sig"),
         sent_content_type=request.headers.get("content-type"),
@@ -80,7 +80,7 @@ async def receive_upload(
         key,
         request.stream(),
         content_type=query.get("ct", ""),
-        max_size=max_size,
+        size=size,
         declared=int(length) if length is not None else None,
     )
     return Response(
