@@ -15,6 +15,7 @@ from urllib.parse import urlsplit
 from domain.agents import DEFAULT_CHAT_MODEL, validate_chat_model
 from domain.errors import Invalid
 from domain.models import DEFAULT_EMBEDDING_MODEL
+from domain.skills import SkillLimits
 from domain.usage import ModelPrice
 
 LOG_FORMATS = ("console", "json")
@@ -64,6 +65,7 @@ class Settings:
     s3_path_style: bool = False
     max_upload_size: int = 100 * 1024 * 1024
     upload_url_ttl: timedelta = field(default_factory=lambda: timedelta(minutes=15))
+    skill_limits: SkillLimits = field(default_factory=SkillLimits)
     default_embedding_model: str = DEFAULT_EMBEDDING_MODEL
     log_format: str = "console"
     log_level: str = "info"
@@ -185,6 +187,11 @@ class Settings:
             s3_path_style=flag("AP_S3_PATH_STYLE"),
             max_upload_size=integer("AP_MAX_UPLOAD_SIZE", 100 * 1024 * 1024, 1, 2**40),
             upload_url_ttl=timedelta(seconds=integer("AP_UPLOAD_URL_TTL", 900, 10, 7 * 86400)),
+            skill_limits=SkillLimits(
+                max_files=integer("AP_SKILL_MAX_FILES", 500, 1, 100_000),
+                max_file_bytes=integer("AP_SKILL_MAX_FILE_BYTES", 10 * 1024 * 1024, 1, 2**32),
+                max_total_bytes=integer("AP_SKILL_MAX_TOTAL_BYTES", 50 * 1024 * 1024, 1, 2**34),
+            ),
             default_embedding_model=text("AP_DEFAULT_EMBEDDING_MODEL") or DEFAULT_EMBEDDING_MODEL,
             log_format=choice("AP_LOG_FORMAT", "console", LOG_FORMATS),
             log_level=choice("AP_LOG_LEVEL", "info", ("debug", "info", "warning", "error")),

@@ -115,6 +115,8 @@ class FakeStorage:
         return StoredObject(size=len(self.objects[key]), content_type=self.content_types.get(key))
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
+        if any(key.startswith(prefix) for prefix in self.failing_prefixes):
+            raise OSError("storage unavailable")
         self.objects[key] = data
         self.content_types[key] = content_type
 

@@ -17,7 +17,6 @@ from application.ports.chat_model import (
     Usage,
 )
 from application.ports.chat_run_log import RunState
-from application.ports.skill_catalog import SkillSummary
 from domain.chat_stream import Chunk
 from domain.chunks import SearchResult
 from domain.conversations import StreamStatus
@@ -29,7 +28,6 @@ if TYPE_CHECKING:
     from application.ports.chat_run_log import ChatRunLog
     from application.ports.chat_streams import ChatStreamWriter
     from application.ports.knowledge_search import KnowledgeSearch
-    from application.ports.skill_catalog import SkillCatalog
     from application.ports.usage_ledger import UsageLedger
 
 ScriptItem = ChatEvent | Exception | float
@@ -198,18 +196,6 @@ class FakeKnowledgeSearch:
         return self.results[:top_k]
 
 
-class FakeSkillCatalog:
-    def __init__(self, skills: dict[int, tuple[SkillSummary, str]] | None = None) -> None:
-        self.skills = skills or {}
-
-    async def describe(self, org_id: str, skill_ids: list[int]) -> list[SkillSummary]:
-        return [self.skills[i][0] for i in skill_ids if i in self.skills]
-
-    async def load(self, org_id: str, skill_id: int) -> str | None:
-        entry = self.skills.get(skill_id)
-        return None if entry is None else entry[1]
-
-
 class RecordingWriter:
     """A `ChatStreamWriter` that keeps what was emitted."""
 
@@ -235,5 +221,4 @@ if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for
     _run_log: ChatRunLog = FakeRunLog()
     _usage_ledger: UsageLedger = FakeUsageLedger()
     _knowledge_search: KnowledgeSearch = FakeKnowledgeSearch()
-    _skill_catalog: SkillCatalog = FakeSkillCatalog()
     _writer: ChatStreamWriter = RecordingWriter()

@@ -7,15 +7,23 @@ import pytest
 from litestar.testing import AsyncTestClient
 
 from adapters.identity.dev_provider import DevIdentityProvider
+from domain.skills import SkillLimits
 from entrypoints.config import Settings
 from entrypoints.http.app import create_app
 from entrypoints.wiring import RecentlySeen, dev_identity_provider
+from tests.fakes.chat import ScriptedChatModel
+from tests.http.chat_support import Holder, ScriptedModels
 
 
 @pytest.fixture(scope="session")
 def settings(tmp_root) -> Settings:
     data_dir = tmp_root / "data"
-    return Settings(data_dir=data_dir, public_url="http://testserver.local", max_upload_size=4096)
+    return Settings(
+        data_dir=data_dir,
+        public_url="http://testserver.local",
+        max_upload_size=4096,
+        skill_limits=SkillLimits(max_files=4, max_file_bytes=2048, max_total_bytes=8192),
+    )
 
 
 @pytest.fixture(scope="session")
@@ -67,3 +75,23 @@ def alice(member) -> Member:
 @pytest.fixture
 def bob(member) -> Member:
     return member("org_b", "user_bob")
+
+
+@pytest.fixture(scope="session")
+def holder() -> Holder:
+    return Holder()
+
+
+@pytest.fixture(scope="session")
+async def chat_session(settings, database, holder) -> AsyncIterator[AsyncTestClient]:
+    app = create_app(settings, database, ScriptedModels(holder))
+    async with AsyncTestClient(app=app) as client:
+        client.ap_app = app  # type: ignore[attr-defined]
+        yield client
+
+
+@pytest.fixture
+async def chat(chat_session, clean, holder) -> AsyncTestClient:
+    await forget_members(chat_session)
+    holder.model = ScriptedChatModel()
+    return chat_session

@@ -36,6 +36,13 @@ async def make_tag(client, who, name: str = "support", **body: Any) -> dict[str,
     return response.json()["tag"]
 
 
+async def make_skill(client, who, name: str) -> int:
+    skill_md = f"---\nname: {name}\ndescription: A skill.\n---\nDo it.\n"
+    response = await client.post("/skills/manage", json={"skillMd": skill_md}, headers=who.headers)
+    assert response.status_code == 201, response.text
+    return int(response.json()["skill"]["id"])
+
+
 @pytest.fixture
 def manager(member):
     """A plain member whose token grants `org:agents:manage`."""
@@ -57,6 +64,7 @@ def carol(member):
 async def test_create_returns_201_with_the_contract_fields(client, alice):
     kb = await make_kb(client, alice)
     tag = await make_tag(client, alice, color="#12AB34")
+    s1, s2 = await make_skill(client, alice, "one"), await make_skill(client, alice, "two")
     response = await client.post(
         "/agents",
         json={
@@ -64,7 +72,7 @@ async def test_create_returns_201_with_the_contract_fields(client, alice):
             "description": "Answers questions",
             "role": "You answer from the handbook.",
             "knowledgeBaseIds": [kb["id"]],
-            "skillIds": [3, "5"],
+            "skillIds": [s2, str(s1)],
             "tagIds": [tag["id"]],
         },
         headers=alice.headers,
@@ -80,7 +88,7 @@ async def test_create_returns_201_with_the_contract_fields(client, alice):
         "You answer from the handbook.",
     )
     assert agent["model"] == "local:smollm2-135m" and agent["userId"] == "user_alice"
-    assert agent["knowledgeBaseIds"] == [kb["id"]] and agent["skillIds"] == [3, 5]
+    assert agent["knowledgeBaseIds"] == [kb["id"]] and agent["skillIds"] == [s2, s1]
     assert agent["tags"] == [{"id": tag["id"], "name": "support", "color": "#12ab34"}]
 
 
@@ -146,8 +154,9 @@ async def test_a_member_with_the_permission_manages_agents(client, alice, manage
 
 async def test_patch_changes_only_what_was_sent(client, alice):
     kb1, kb2 = await make_kb(client, alice, name="One"), await make_kb(client, alice, name="Two")
+    skill = await make_skill(client, alice, "one")
     agent = await make_agent(
-        client, alice, description="d", role="r", knowledgeBaseIds=[kb1["id"]], skillIds=[1]
+        client, alice, description="d", role="r", knowledgeBaseIds=[kb1["id"]], skillIds=[skill]
     )
     response = await client.patch(
         "/agents",
@@ -161,7 +170,7 @@ async def test_patch_changes_only_what_was_sent(client, alice):
     assert response.status_code == 200, response.text
     patched = response.json()["agent"]
     assert (patched["name"], patched["description"], patched["role"]) == ("Renamed", "d", "r")
-    assert patched["knowledgeBaseIds"] == [kb2["id"], kb1["id"]] and patched["skillIds"] == [1]
+    assert patched["knowledgeBaseIds"] == [kb2["id"], kb1["id"]] and patched["skillIds"] == [skill]
     assert patched["createdAt"] == agent["createdAt"] and patched["updatedAt"] > agent["updatedAt"]
     cleared = await client.patch(
         "/agents",

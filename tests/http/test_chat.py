@@ -3,111 +3,28 @@
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from collections.abc import AsyncIterator
 from decimal import Decimal
-from typing import Any
 
 import pytest
-from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from application.ports.chat_model import ChatModelError, ChatModelRegistry, TextDelta
+from application.ports.chat_model import ChatModelError, TextDelta
 from entrypoints.http.app import create_app
 from tests.ai_sdk import assert_accepted, run_ai_sdk_parser
-from tests.fakes.chat import ScriptedChatModel, ScriptedChatRegistry, text_script
-from tests.http.conftest import forget_members
-
-
-class Holder:
-    def __init__(self) -> None:
-        self.model = ScriptedChatModel()
-
-
-class ScriptedModels(Provider):
-    def __init__(self, holder: Holder) -> None:
-        super().__init__()
-        self._registry = ScriptedChatRegistry(lambda: holder.model)
-
-    @provide(scope=Scope.APP)
-    def models(self) -> ChatModelRegistry:
-        return self._registry
-
-
-@pytest.fixture(scope="session")
-def holder() -> Holder:
-    return Holder()
-
-
-@pytest.fixture(scope="session")
-async def chat_session(settings, database, holder) -> AsyncIterator[AsyncTestClient]:
-    app = create_app(settings, database, ScriptedModels(holder))
-    async with AsyncTestClient(app=app) as client:
-        client.ap_app = app  # type: ignore[attr-defined]
-        yield client
-
-
-@pytest.fixture
-async def chat(chat_session, clean, holder) -> AsyncTestClient:
-    await forget_members(chat_session)
-    holder.model = ScriptedChatModel()
-    return chat_session
-
-
-def script(holder: Holder, *scripts: Any) -> ScriptedChatModel:
-    holder.model = ScriptedChatModel(*scripts)
-    return holder.model
-
-
-async def make_agent(client: AsyncTestClient, who: Any, **body: Any) -> dict[str, Any]:
-    payload = {"name": "Helper", "role": "Answer briefly.", "model": "openai:scripted", **body}
-    response = await client.post("/agents", json=payload, headers=who.headers)
-    assert response.status_code == 201, response.text
-    return response.json()["agent"]
-
-
-def user_message(text: str = "What is our leave policy?") -> list[dict[str, Any]]:
-    return [{"role": "user", "parts": [{"type": "text", "text": text}]}]
-
-
-def events(body: bytes) -> list[Any]:
-    frames = [f for f in body.decode().split("\n\n") if f]
-    parsed: list[Any] = []
-    for frame in frames:
-        assert frame.startswith("data: "), frame
-        payload = frame.removeprefix("data: ")
-        parsed.append(payload if payload == "[DONE]" else json.loads(payload))
-    return parsed
-
-
-async def conversation(client: AsyncTestClient, who: Any, thread_id: str) -> dict[str, Any]:
-    response = await client.get(
-        "/getConversation", params={"threadId": thread_id}, headers=who.headers
-    )
-    assert response.status_code == 200, response.text
-    return response.json()
-
-
-async def start_polled(client: AsyncTestClient, who: Any, agent: dict[str, Any]) -> str:
-    """Send a message in polling mode; the conversation's id."""
-    response = await client.post(
-        "/chat",
-        json={"agentId": agent["id"], "messages": user_message()},
-        headers={**who.headers, "X-Stream-Response": "false"},
-    )
-    assert response.status_code == 202, response.text
-    return str(response.headers["x-thread-id"])
-
-
-async def settled(client: AsyncTestClient, who: Any, thread_id: str) -> dict[str, Any]:
-    for _ in range(200):
-        body = await conversation(client, who, thread_id)
-        if body["streamStatus"] != "in_progress":
-            return body
-        await asyncio.sleep(0.05)
-    raise AssertionError("the response never ended")
+from tests.fakes.chat import text_script
+from tests.http.chat_support import (
+    Holder,
+    ScriptedModels,
+    conversation,
+    events,
+    make_agent,
+    script,
+    settled,
+    start_polled,
+    user_message,
+)
 
 
 async def test_a_streamed_answer_follows_the_protocol_and_is_saved(chat, alice, holder):
@@ -284,7 +201,8 @@ async def test_a_second_message_while_answering_is_409(chat, alice, holder):
 async def test_another_server_process_resumes_the_stream_from_the_database(
     chat, alice, holder, settings, database
 ):
-    script(holder, [TextDelta("From "), 0.3, TextDelta("process "), 0.3, TextDelta("one.")])
+    # Long enough that a second app started on a busy machine still finds the answer running.
+    script(holder, [TextDelta("From "), 0.3, TextDelta("process "), 1.5, TextDelta("one.")])
     agent = await make_agent(chat, alice)
     thread_id = await start_polled(chat, alice, agent)
     app = create_app(settings, database, ScriptedModels(Holder()))
@@ -325,15 +243,20 @@ async def test_usage_is_recorded_per_model_call(chat, alice, holder, owner_engin
     )
     thread_id = response.headers["x-thread-id"]
     await settled(chat, alice, thread_id)
-    async with owner_engine.connect() as connection:
-        rows = (
-            await connection.execute(
-                text(
-                    "SELECT org_id, user_id, thread_id::text, purpose, model, input_tokens,"
-                    " output_tokens, cost_usd FROM usage_events"
+    # The ledger is written once the reader has the whole answer, just after it settles.
+    for _ in range(100):
+        async with owner_engine.connect() as connection:
+            rows = (
+                await connection.execute(
+                    text(
+                        "SELECT org_id, user_id, thread_id::text, purpose, model, input_tokens,"
+                        " output_tokens, cost_usd FROM usage_events"
+                    )
                 )
-            )
-        ).all()
+            ).all()
+        if rows:
+            break
+        await asyncio.sleep(0.02)
     assert [tuple(r) for r in rows] == [
         (
             "org_a",

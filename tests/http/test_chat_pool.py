@@ -10,7 +10,7 @@ import httpx
 
 from entrypoints.http.app import create_app
 from tests.fakes.chat import ScriptedChatModel, text_script
-from tests.http.test_chat import Holder, ScriptedModels, events, make_agent, user_message
+from tests.http.chat_support import Holder, ScriptedModels, events, make_agent, user_message
 
 STREAMING = 3.0
 

@@ -11,8 +11,15 @@ from litestar.testing import AsyncTestClient
 from entrypoints.http.app import create_app
 from tests.ai_sdk import assert_accepted, run_ai_sdk_parser
 from tests.fakes.chat import ScriptedChatModel, text_script
+from tests.http.chat_support import (
+    Holder,
+    ScriptedModels,
+    events,
+    make_agent,
+    settled,
+    user_message,
+)
 from tests.http.helpers import make_kb
-from tests.http.test_chat import Holder, ScriptedModels, events, make_agent, settled, user_message
 from tests.http.test_processing import HANDBOOK, EmbedderOverride, settle, upload, worker  # noqa: F401 (a fixture)
 
 

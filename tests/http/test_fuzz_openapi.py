@@ -12,7 +12,10 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from entrypoints.http.app import create_app
-from tests.http.test_chat import Holder, ScriptedModels
+from tests.http.chat_support import Holder, ScriptedModels
+
+# A zip archive (POST /skills/import) is sent as the bytes generated for it, like any binary.
+schemathesis.serializer.alias("application/zip", "application/octet-stream")
 
 EXAMPLES = int(os.environ.get("AP_FUZZ_EXAMPLES", "15"))
 
@@ -35,6 +38,8 @@ DATA_DEPENDENT = (
     "title can only be given when creating a conversation",
     "cursor is not valid",  # an opaque token only the service issues
     "only with part=image",  # `page` goes with `part=image` alone: one field's rule on another
+    "Invalid SKILL.md",  # YAML front matter and the Agent Skills rules on it
+    "Invalid skill archive",  # what a zip holds
 )
 
 

@@ -10,9 +10,12 @@ from sqlalchemy import text
 from adapters.postgres.agents import PgAgentRepository
 from adapters.postgres.database import org_connection
 from adapters.postgres.repositories import PgKnowledgeBaseRepository
+from adapters.postgres.skills import PgSkillRepository
+from application.ports.skill_repository import SkillDocument
 from domain.agents import NewAgent
 from domain.errors import Conflict
 from domain.knowledge_bases import NewKnowledgeBase
+from domain.skills import SkillManifest
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -27,6 +30,14 @@ def new_agent(org="org_a", name="Helper", **links):
         model="local:smollm2-135m",
         **links,
     )
+
+
+async def make_skill(db, name: str, org="org_a") -> int:
+    skill_md = f"---\nname: {name}\ndescription: d\n---\n"
+    document = SkillDocument(
+        manifest=SkillManifest(name=name, description="d"), skill_md=skill_md, sha256="0" * 64
+    )
+    return (await PgSkillRepository(db).add(org, "u1", document)).id
 
 
 async def make_kb(db, org="org_a", name="Docs") -> int:
@@ -51,14 +62,15 @@ async def test_round_trip_with_ordered_links_and_tags(app_pool):
         kb1, kb2, kb3 = [await make_kb(db, name=n) for n in ("A", "B", "C")]
         zeta = await agents.add_tag("org_a", "zeta", "#00ff00")
         alpha = await agents.add_tag("org_a", "alpha", None)
+        s1, s2 = await make_skill(db, "one"), await make_skill(db, "two")
         agent = await agents.add(
             new_agent(
-                knowledge_base_ids=[kb3, kb1, kb2], skill_ids=[9, 4], tag_ids=[zeta.id, alpha.id]
+                knowledge_base_ids=[kb3, kb1, kb2], skill_ids=[s2, s1], tag_ids=[zeta.id, alpha.id]
             )
         )
         await db.commit()
     assert agent.knowledge_base_ids == [kb3, kb1, kb2]
-    assert agent.skill_ids == [9, 4]
+    assert agent.skill_ids == [s2, s1]
     assert [(t.name, t.color) for t in agent.tags] == [("alpha", None), ("zeta", "#00ff00")]
     assert (agent.name, agent.description, agent.role, agent.user_id) == (
         "Helper",
@@ -109,8 +121,9 @@ async def test_update_replaces_links_and_bumps_the_update_time(app_pool):
         )
         assert updated.knowledge_base_ids == [kb2, kb1] and [t.id for t in updated.tags] == [tag.id]
         assert updated.updated_at > agent.updated_at
-        untagged = await agents.update("org_a", agent.id, {"tag_ids": [], "skill_ids": [1]})
-        assert untagged is not None and untagged.tags == [] and untagged.skill_ids == [1]
+        skill = await make_skill(db, "only")
+        untagged = await agents.update("org_a", agent.id, {"tag_ids": [], "skill_ids": [skill]})
+        assert untagged is not None and untagged.tags == [] and untagged.skill_ids == [skill]
         assert await agents.update("org_a", agent.id + 1000, {"name": "x"}) is None
         with pytest.raises(ValueError):
             await agents.update("org_a", agent.id, {"org_id": "org_b"})

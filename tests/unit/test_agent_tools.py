@@ -1,4 +1,4 @@
-"""The agent loop's two tools with fakes: knowledge search and skill loading."""
+"""The agent loop's knowledge search tool with fakes (the skill tools: `test_skill_tools`)."""
 
 from __future__ import annotations
 
@@ -6,18 +6,14 @@ import pytest
 
 from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
 from application.ports.knowledge_search import PASSAGE_CHARS
-from application.ports.skill_catalog import SkillSummary
 from application.tools.knowledge_search import SEARCH_TOOL, KnowledgeSearchTool
-from application.tools.load_skill import SKILL_TOOL, LoadSkillTool
 from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.identity import Caller
 from tests.fakes.agents import an_agent as agent
-from tests.fakes.chat import FakeKnowledgeSearch, FakeSkillCatalog
+from tests.fakes.chat import FakeKnowledgeSearch
 
 CALLER = Caller(user_id="user_1", org_id="org_a")
-TONE = SkillSummary(id=3, name="tone", description="House style")
-LEGAL = SkillSummary(id=4, name="legal", description="Contract review")
 
 
 def passage(chunk_id: int, page: int | None = 3, text: str = "25 days of leave.") -> SearchResult:
@@ -32,7 +28,7 @@ def passage(chunk_id: int, page: int | None = 3, text: str = "25 days of leave."
     )
 
 
-async def offered(tool: KnowledgeSearchTool | LoadSkillTool, the_agent: Agent) -> ToolOffer:
+async def offered(tool: KnowledgeSearchTool, the_agent: Agent) -> ToolOffer:
     offer = await tool.offer(CALLER, the_agent)
     assert offer is not None
     return offer
@@ -92,54 +88,3 @@ async def test_search_refuses_a_missing_or_empty_query(arguments):
         await offer.execute(arguments, context)
     assert refused.value.message == "The search needs a non-empty query."
     assert search.queries == [] and context.sources == []
-
-
-# Skill loading
-
-
-async def test_skills_are_offered_only_when_the_agent_has_active_ones():
-    catalog = FakeSkillCatalog({3: (TONE, "# Tone")})
-    tool = LoadSkillTool(catalog)
-    assert await tool.offer(CALLER, agent()) is None
-    assert await tool.offer(CALLER, agent(skill_ids=[99])) is None
-
-
-async def test_the_offer_lists_the_active_skills_in_the_schema_and_the_instructions():
-    catalog = FakeSkillCatalog({3: (TONE, "# Tone"), 4: (LEGAL, "# Legal")})
-    offer = await offered(LoadSkillTool(catalog), agent(skill_ids=[4, 99, 3]))
-    assert offer.spec.name == SKILL_TOOL
-    assert offer.spec.parameters["properties"]["name"]["enum"] == ["legal", "tone"]
-    assert offer.instructions == (
-        "Skills you can load with the load_skill tool when useful:\n"
-        "- legal: Contract review\n"
-        "- tone: House style"
-    )
-
-
-async def test_a_skill_is_loaded_by_name():
-    catalog = FakeSkillCatalog({3: (TONE, "# Tone\nBe kind.")})
-    the_agent = agent(skill_ids=[3])
-    offer = await offered(LoadSkillTool(catalog), the_agent)
-    context = ToolContext(caller=CALLER, agent=the_agent)
-    result = await offer.execute({"name": "tone"}, context)
-    assert result == {"name": "tone", "instructions": "# Tone\nBe kind."}
-    assert context.sources == []
-
-
-async def test_only_a_skill_listed_in_the_offer_can_be_loaded():
-    catalog = FakeSkillCatalog({3: (TONE, "# Tone"), 4: (LEGAL, "# Legal")})
-    the_agent = agent(skill_ids=[3])
-    offer = await offered(LoadSkillTool(catalog), the_agent)
-    with pytest.raises(ToolFailed) as refused:
-        await offer.execute({"name": "legal"}, ToolContext(caller=CALLER, agent=the_agent))
-    assert refused.value.message == "No skill named 'legal' is available."
-
-
-async def test_a_skill_gone_since_it_was_offered_is_refused():
-    catalog = FakeSkillCatalog({3: (TONE, "# Tone")})
-    the_agent = agent(skill_ids=[3])
-    offer = await offered(LoadSkillTool(catalog), the_agent)
-    del catalog.skills[3]
-    with pytest.raises(ToolFailed) as refused:
-        await offer.execute({"name": "tone"}, ToolContext(caller=CALLER, agent=the_agent))
-    assert refused.value.message == "The skill 'tone' is no longer available."

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pytest
 
+from application.ports.skill_repository import SkillDocument
 from application.use_cases.create_agent import CreateAgent, CreateAgentCommand
 from application.use_cases.create_agent_tag import CreateAgentTag, CreateAgentTagCommand
 from application.use_cases.delete_agent import DeleteAgent, DeleteAgentCommand
@@ -17,8 +18,10 @@ from application.use_cases.update_agent import UpdateAgent, UpdateAgentCommand
 from domain.errors import Conflict, Forbidden, Invalid, NotFound
 from domain.identity import ADMIN_ROLE, AGENTS_MANAGE, Caller
 from domain.knowledge_bases import NewKnowledgeBase
+from domain.skills import SkillManifest
 from tests.fakes import FakeKnowledgeBases, FakeUnitOfWork
 from tests.fakes.agents import FakeAgents
+from tests.fakes.skills import FakeSkillRepository
 
 ADMIN = Caller(user_id="user_1", org_id="org_a", role=ADMIN_ROLE)
 MANAGER = Caller(user_id="user_2", org_id="org_a", permissions=frozenset({AGENTS_MANAGE}))
@@ -31,12 +34,13 @@ class Agents:
     agents: FakeAgents
     kbs: FakeKnowledgeBases
     uow: FakeUnitOfWork
+    skills: FakeSkillRepository = field(default_factory=FakeSkillRepository)
 
     def create(self, default: str = "local:smollm2-135m") -> CreateAgent:
-        return CreateAgent(self.agents, self.kbs, self.uow, default)
+        return CreateAgent(self.agents, self.kbs, self.skills, self.uow, default)
 
     def update(self) -> UpdateAgent:
-        return UpdateAgent(self.agents, self.kbs, self.uow, "openai:gpt-4o-mini")
+        return UpdateAgent(self.agents, self.kbs, self.skills, self.uow, "openai:gpt-4o-mini")
 
     async def kb(self, org: str = "org_a") -> int:
         kb = await self.kbs.add(
@@ -52,6 +56,11 @@ class Agents:
             )
         )
         return kb.id
+
+    async def skill(self, name: str, org: str = "org_a") -> int:
+        manifest = SkillManifest(name=name, description="d")
+        document = SkillDocument(manifest=manifest, skill_md=f"---\nname: {name}\n", sha256="0")
+        return (await self.skills.add(org, "u", document)).id
 
     async def tag(self, name: str = "support", org_caller: Caller = ADMIN) -> int:
         tag = await CreateAgentTag(self.agents, self.uow).execute(
@@ -69,19 +78,20 @@ def w() -> Agents:
 async def test_create_validates_fills_defaults_and_commits(w):
     kb1, kb2 = await w.kb(), await w.kb()
     tag = await w.tag()
+    s1, s2 = await w.skill("one"), await w.skill("two")
     agent = await w.create("openai:gpt-4o").execute(
         CreateAgentCommand(
             caller=MANAGER,
             name="  Helper ",
             role="Answer briefly.",
             knowledge_base_ids=[kb2, kb1, kb2],
-            skill_ids=["7", 7, 3],
+            skill_ids=[str(s2), s2, s1],
             tag_ids=[tag],
         )
     )
     assert (agent.name, agent.description, agent.role) == ("Helper", "", "Answer briefly.")
     assert agent.model == "openai:gpt-4o" and agent.user_id == "user_2"
-    assert agent.knowledge_base_ids == [kb2, kb1] and agent.skill_ids == [7, 3]
+    assert agent.knowledge_base_ids == [kb2, kb1] and agent.skill_ids == [s2, s1]
     assert [t.name for t in agent.tags] == ["support"]
     assert w.uow.commits == 2
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from application.agent.inline_skills import InlineSkills
 from application.agent.tool_calls import TOOL_RESULT_CHARS
 from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_launcher import CANCEL_REQUESTED
@@ -19,7 +20,6 @@ from application.ports.chat_model import (
     ToolCallRequested,
     ToolSpec,
 )
-from application.ports.skill_catalog import SkillSummary
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
 from application.tools.registry import ToolRegistry
@@ -39,13 +39,13 @@ from tests.fakes.agents import an_agent as agent
 from tests.fakes.chat import (
     FakeKnowledgeSearch,
     FakeRunLog,
-    FakeSkillCatalog,
     FakeUsageLedger,
     RecordingWriter,
     ScriptedChatModel,
     ScriptedChatRegistry,
     text_script,
 )
+from tests.fakes.skill_catalog import FakeSkill, FakeSkillCatalog
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 CALLER = Caller(user_id="user_1", org_id="org_a")
@@ -85,7 +85,7 @@ class World:
         self.ledger = FakeUsageLedger()
         self.search = FakeKnowledgeSearch(passages)
         self.skills = FakeSkillCatalog(
-            {3: (SkillSummary(id=3, name="tone", description="House style"), "# Tone\nBe kind.")}
+            FakeSkill(id=3, name="tone", description="House style", body="# Tone\nBe kind.")
         )
         self.writer = RecordingWriter()
         self.use_case = GenerateChatResponse(
@@ -95,6 +95,7 @@ class World:
             ToolRegistry(
                 [KnowledgeSearchTool(self.search), LoadSkillTool(self.skills), *(more_tools or [])]
             ),
+            InlineSkills(self.skills),
             self.ledger,
             PriceList(),
         )
@@ -251,9 +252,9 @@ async def test_skills_are_offered_and_loaded_by_name():
     )
     world = World(model)
     await world.run(command(agent(skill_ids=[3])))
-    assert "tone: House style" in model.requests[0].turns[0].content
+    assert "<name>tone</name>" in model.requests[0].turns[0].content
     output = next(c for c in world.writer.chunks if c["type"] == "tool-output-available")
-    assert output["output"] == {"name": "tone", "instructions": "# Tone\nBe kind."}
+    assert output["output"] == {"name": "tone", "files": [], "instructions": "# Tone\nBe kind."}
 
 
 async def test_a_model_failure_mid_stream_keeps_the_text_and_ends_with_an_error_chunk():
@@ -377,7 +378,7 @@ class NoteTool:
 
 
 async def test_a_registered_tool_streams_its_call_result_and_sources_like_the_others():
-    call = ToolCall(id="c9", name="take_note", arguments={"note": "x" * 10_000})
+    call = ToolCall(id="c9", name="take_note", arguments={"note": "x" * 40_000})
     model = ScriptedChatModel(
         [ToolCallRequested(call), Finished("tool-calls")],
         text_script("Noted."),
@@ -389,7 +390,7 @@ async def test_a_registered_tool_streams_its_call_result_and_sources_like_the_ot
     first = model.requests[0]
     assert [t.name for t in first.tools] == ["load_skill", "take_note"]
     system = first.turns[0].content
-    assert system.index("tone: House style") < system.index("Take notes with take_note.")
+    assert system.index("<name>tone</name>") < system.index("Take notes with take_note.")
     assert world.writer.types == [
         "start",
         "start-step",
@@ -414,7 +415,7 @@ async def test_a_registered_tool_streams_its_call_result_and_sources_like_the_ot
         "source-document",
         "text",
     ]
-    assert parts[1]["result"] == {"noted": "x" * 10_000}
+    assert parts[1]["result"] == {"noted": "x" * 40_000}
     answer = model.requests[1].turns[-1]
     assert answer.role == "tool" and answer.tool_call_id == "c9"
     assert len(answer.content) == TOOL_RESULT_CHARS
@@ -447,3 +448,20 @@ async def test_a_model_without_tools_is_offered_none_and_skills_are_not_listed()
     assert not request.tools
     assert "tone" not in request.turns[0].content
     assert "take_note" not in request.turns[0].content
+
+
+async def test_a_model_without_tools_gets_the_matching_skill_in_its_instructions():
+    model = ScriptedChatModel(text_script("ok"))
+    world = World(model)
+    world.skills.skills[4] = FakeSkill(
+        id=4, name="leave-policy", description="Answer questions on leave", body="Say 25 days."
+    )
+    history = [message("user", "How does the leave policy work?")]
+    await world.run(command(agent(skill_ids=[3, 4]), history))
+    (request,) = model.requests
+    assert not request.tools
+    system = request.turns[0].content
+    assert system.endswith('<skill_content name="leave-policy">\nSay 25 days.\n</skill_content>')
+    assert "instructions of its own" in system and "not from the member" in system
+    assert "Be kind." not in system and "load_skill" not in system
+    assert [t.role for t in request.turns] == ["system", "user"]

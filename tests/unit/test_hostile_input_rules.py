@@ -40,6 +40,7 @@ from domain.text import check_single_line, check_storable, check_storable_json, 
 from tests.fakes import FakeKnowledgeBases, FakeUnitOfWork
 from tests.fakes.agents import FakeAgents
 from tests.fakes.embeddings import FakeEmbedderRegistry
+from tests.fakes.skills import FakeSkillRepository
 
 ADMIN = Caller(user_id="user_1", org_id="org_a", role=ADMIN_ROLE)
 UUID = "5b0d0c8e-3f43-4a52-9d2b-0d8f6f1f9a11"
@@ -252,7 +253,7 @@ async def test_create_knowledge_base_with_nul_writes_nothing():
 async def test_create_agent_and_tag_with_nul_write_nothing():
     agents, kbs = FakeAgents(), FakeKnowledgeBases()
     uow = FakeUnitOfWork(agents, kbs)
-    create = CreateAgent(agents, kbs, uow, "local:smollm2-135m")
+    create = CreateAgent(agents, kbs, FakeSkillRepository(), uow, "local:smollm2-135m")
     for fields in ({"name": "A\x00"}, {"name": "A", "role": "\x00"}, {"name": "\u2067A"}):
         with pytest.raises(Invalid):
             await create.execute(CreateAgentCommand(caller=ADMIN, **fields))  # type: ignore[arg-type]

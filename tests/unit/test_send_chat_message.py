@@ -6,6 +6,7 @@ import uuid
 
 import pytest
 
+from application.agent.inline_skills import InlineSkills
 from application.ports.job_queue import GENERATE_TITLE
 from application.tools.registry import ToolRegistry
 from application.use_cases.generate_chat_response import GenerateChatResponse
@@ -26,6 +27,7 @@ from tests.fakes.chat import (
     ScriptedChatRegistry,
 )
 from tests.fakes.conversations import FakeConversations
+from tests.fakes.skill_catalog import FakeSkillCatalog
 
 ALICE = Caller(user_id="alice", org_id="org_a")
 CAROL = Caller(user_id="carol", org_id="org_a")
@@ -71,6 +73,7 @@ class World:
             FakeRunLog(),
             FakeKnowledgeSearch(),
             ToolRegistry(),
+            InlineSkills(FakeSkillCatalog()),
             FakeUsageLedger(),
             PriceList(),
         )

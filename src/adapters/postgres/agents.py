@@ -2,7 +2,9 @@
 
 As in `repositories.py`: fixed statements, every one filtering by `org_id` (row-level
 security is the second wall), rows read by position. An agent is read with its knowledge-base
-ids (in link order) and its tags (by name) in one statement, whether one agent or a list.
+ids (in link order) and its tags (by name) in one statement, whether one agent or a list. Its
+skill ids are read as the stored ones that are active skills of the organization, in stored
+order: a soft-deleted skill drops out of every agent listing it, the stored array unchanged.
 Links are only ever made to knowledge bases and tags of the same organization.
 """
 
@@ -21,7 +23,10 @@ LINK_FIELDS = frozenset({"knowledge_base_ids", "tag_ids"})
 TAG_ORDER = "g.name, g.id"
 
 SELECT_AGENTS = f"""
-    SELECT a.id, a.org_id, a.user_id, a.name, a.description, a.role, a.model, a.skill_ids,
+    SELECT a.id, a.org_id, a.user_id, a.name, a.description, a.role, a.model,
+           ARRAY(SELECT u.id FROM unnest(a.skill_ids) WITH ORDINALITY AS u(id, ord)
+                 JOIN skills s ON s.id = u.id AND s.org_id = $1 AND s.deleted_at IS NULL
+                 ORDER BY u.ord),
            a.created_at, a.updated_at,
            ARRAY(SELECT l.knowledge_base_id FROM agent_knowledge_bases l
                  WHERE l.org_id = $1 AND l.agent_id = a.id

@@ -10,7 +10,7 @@ from domain import chat_stream
 from domain.agents import Agent
 from domain.identity import Caller
 
-TOOL_RESULT_CHARS = 8000
+TOOL_RESULT_CHARS = 32_000
 
 
 async def run_tool_call(

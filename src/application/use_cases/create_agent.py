@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.agents import (
     DEFAULT_CHAT_MODEL,
@@ -50,11 +51,13 @@ class CreateAgent:
         self,
         agents: AgentRepository,
         knowledge_bases: KnowledgeBaseRepository,
+        skills: SkillRepository,
         uow: UnitOfWork,
         default_chat_model: str = DEFAULT_CHAT_MODEL,
     ) -> None:
         self._agents = agents
         self._knowledge_bases = knowledge_bases
+        self._skills = skills
         self._uow = uow
         self._default_chat_model = default_chat_model
 
@@ -73,7 +76,13 @@ class CreateAgent:
         skill_ids = validate_id_list(command.skill_ids, field="skillIds")
         tag_ids = validate_id_list(command.tag_ids, field="tagIds")
         await check_links(
-            self._agents, self._knowledge_bases, caller.org_id, kb_ids=kb_ids, tag_ids=tag_ids
+            self._agents,
+            self._knowledge_bases,
+            self._skills,
+            caller.org_id,
+            kb_ids=kb_ids,
+            skill_ids=skill_ids,
+            tag_ids=tag_ids,
         )
         agent = await self._agents.add(
             NewAgent(
@@ -95,12 +104,15 @@ class CreateAgent:
 async def check_links(
     agents: AgentRepository,
     knowledge_bases: KnowledgeBaseRepository,
+    skills: SkillRepository,
     org_id: str,
     *,
     kb_ids: list[int] | None,
+    skill_ids: list[int] | None,
     tag_ids: list[int] | None,
 ) -> None:
-    """Refuse (400, naming them) knowledge bases and tags that are not the organization's."""
+    """Refuse (400, naming them) knowledge bases, active skills and tags that are not the
+    organization's."""
     if kb_ids:
         unknown_kbs = [kb for kb in kb_ids if await knowledge_bases.get(org_id, kb) is None]
         if unknown_kbs:
@@ -110,6 +122,13 @@ async def check_links(
                     field_error("knowledgeBaseIds", f"knowledge base {kb} not found")
                     for kb in unknown_kbs
                 ],
+            )
+    if skill_ids:
+        unknown_skills = await skills.missing(org_id, skill_ids)
+        if unknown_skills:
+            raise Invalid(
+                "Unknown skill ids: " + ", ".join(map(str, unknown_skills)),
+                [field_error("skillIds", f"skill {skill} not found") for skill in unknown_skills],
             )
     if tag_ids:
         unknown_tags = await agents.missing_tags(org_id, tag_ids)

@@ -7,8 +7,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
-from application.agent.prompt import prompt_turns, search_passages
+from application.agent.prompt import latest_user_text, prompt_turns, search_passages
 from application.agent.tool_calls import run_tool_call
 from application.ports.chat_launcher import CANCEL_REQUESTED
 from application.ports.chat_model import (
@@ -70,6 +71,8 @@ class GenerateChatResponse:
     sources; models that take tools also get the tools of the registry that apply to the agent
     (knowledge search, skill loading, ...), whose calls run between model calls. Tools are
     offered to at most five model calls; a model still asking for them then answers without.
+    A model that takes no tools gets instead, in its instructions, the agent's skills that best
+    match the member's message (`InlineSkills`).
     Every model call's tokens and cost go to the usage ledger. A cancel (from this process or
     another, seen at the next store or heartbeat) ends the answer `cancelled`; a model failure
     ends it `failed` with an `error` chunk; either way what was produced is kept.
@@ -81,6 +84,7 @@ class GenerateChatResponse:
         runs: ChatRunLog,
         search: KnowledgeSearch,
         tools: ToolRegistry,
+        inline_skills: InlineSkills,
         ledger: UsageLedger,
         prices: PriceList,
     ) -> None:
@@ -88,6 +92,7 @@ class GenerateChatResponse:
         self._runs = runs
         self._search = search
         self._tools = tools
+        self._inline_skills = inline_skills
         self._ledger = ledger
         self._prices = prices
 
@@ -179,7 +184,12 @@ class GenerateChatResponse:
         toolbox = Toolbox()
         if model.info.supports_tools:
             toolbox = await self._tools.offer(caller, agent)
-        turns = prompt_turns(agent, command.history, passages, toolbox.instructions)
+            sections = toolbox.instructions
+        else:
+            message = latest_user_text(command.history)
+            skills = await self._inline_skills.instructions(caller, agent, message)
+            sections = [skills] if skills else []
+        turns = prompt_turns(agent, command.history, passages, sections)
         for step in range(MAX_STEPS):
             progress.emit(chat_stream.start_step())
             calls, text = await self._call(command, progress, model, turns, toolbox.specs)

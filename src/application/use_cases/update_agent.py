@@ -5,6 +5,7 @@ from typing import Any
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.create_agent import check_links
 from domain.agents import (
@@ -54,11 +55,13 @@ class UpdateAgent:
         self,
         agents: AgentRepository,
         knowledge_bases: KnowledgeBaseRepository,
+        skills: SkillRepository,
         uow: UnitOfWork,
         default_chat_model: str = DEFAULT_CHAT_MODEL,
     ) -> None:
         self._agents = agents
         self._knowledge_bases = knowledge_bases
+        self._skills = skills
         self._uow = uow
         self._default_chat_model = default_chat_model
 
@@ -83,8 +86,10 @@ class UpdateAgent:
         if not isinstance(command.knowledge_base_ids, Unset):
             kb_ids = validate_id_list(command.knowledge_base_ids, field="knowledgeBaseIds")
             changes["knowledge_base_ids"] = kb_ids
+        skill_ids: list[int] | None = None
         if not isinstance(command.skill_ids, Unset):
-            changes["skill_ids"] = validate_id_list(command.skill_ids, field="skillIds")
+            skill_ids = validate_id_list(command.skill_ids, field="skillIds")
+            changes["skill_ids"] = skill_ids
         tag_ids: list[int] | None = None
         if not isinstance(command.tag_ids, Unset):
             tag_ids = validate_id_list(command.tag_ids, field="tagIds")
@@ -93,7 +98,13 @@ class UpdateAgent:
         if await self._agents.get(caller.org_id, agent_id) is None:
             raise NotFound(AGENT_NOT_FOUND)
         await check_links(
-            self._agents, self._knowledge_bases, caller.org_id, kb_ids=kb_ids, tag_ids=tag_ids
+            self._agents,
+            self._knowledge_bases,
+            self._skills,
+            caller.org_id,
+            kb_ids=kb_ids,
+            skill_ids=skill_ids,
+            tag_ids=tag_ids,
         )
         agent = await self._agents.update(caller.org_id, agent_id, changes)
         if agent is None:

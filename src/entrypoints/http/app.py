@@ -28,6 +28,7 @@ from entrypoints.http.controllers.downloads import download_file
 from entrypoints.http.controllers.files import FileController
 from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
 from entrypoints.http.controllers.search import search_knowledge_bases
+from entrypoints.http.controllers.skills import skill_router
 from entrypoints.http.controllers.system import health, jwks
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.errors import EXCEPTION_HANDLERS
@@ -67,6 +68,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         FileController,
         AgentController,
         ConversationController,
+        skill_router(settings.skill_limits),
         search_knowledge_bases,
         presign_upload,
         download_file,

@@ -60,6 +60,7 @@ def _id(name: str, what: str) -> QueryParameter:
 KB_ID = _id("kbId", "knowledge base")
 AGENT_ID = _id("agentId", "agent")
 TAG_ID = _id("tagId", "tag")
+SKILL_ID = _id("skillId", "skill")
 THREAD_ID = QueryParameter(name="threadId", description="The conversation's uuid")
 
 
@@ -192,6 +193,7 @@ def _complete_operations(openapi: OpenAPI) -> None:
     if resume is not None and resume.get is not None and resume.get.responses is not None:
         resume.get.responses["200"] = _event_stream("The running answer's stream, from its start")
         resume.get.responses["204"] = OpenAPIResponse(description="No answer is running")
+    _complete_skill_operations(paths)
     storage = next((item for path, item in paths.items() if path.startswith("/storage/")), None)
     if storage is not None and storage.get is not None:
         _add_query(storage.get, _SIGNED_DOWNLOAD_QUERY)
@@ -207,4 +209,32 @@ def _complete_operations(openapi: OpenAPI) -> None:
             description="The file's bytes, sent with the `Content-Type` the address was signed "
             "for (`ct`); any other is refused with 403",
             required=True,
+        )
+
+
+def _binary(media_type: str, min_length: int | None = None) -> dict[str, OpenAPIMediaType]:
+    return {
+        media_type: OpenAPIMediaType(
+            schema=Schema(
+                type=OpenAPIType.STRING, format=OpenAPIFormat.BINARY, min_length=min_length
+            )
+        )
+    }
+
+
+def _complete_skill_operations(paths: dict[str, Any]) -> None:
+    """The zip body of `POST /skills/import` (read raw by its handler) and the bytes of `GET
+    /skills/files`, served with the file's own content type."""
+    archive = paths.get("/skills/import")
+    if archive is not None and archive.post is not None:
+        archive.post.request_body = RequestBody(
+            content=_binary("application/zip", min_length=1),
+            description="The skill's folder as a zip archive",
+            required=True,
+        )
+    files = paths.get("/skills/files")
+    if files is not None and files.get is not None and files.get.responses is not None:
+        files.get.responses["200"] = OpenAPIResponse(
+            description="The file's bytes, with the content type recorded for it",
+            content=_binary("*/*"),
         )

@@ -13,10 +13,10 @@ media type is a 415.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
-from typing import Any, Literal, get_args, get_origin
+from typing import Any, get_args, get_origin
 
 import msgspec
 from litestar import Request
@@ -29,35 +29,26 @@ from domain.agents import AGENT_ID_REQUIRED, TAG_ID_REQUIRED
 from domain.conversations import THREAD_ID_INVALID
 from domain.errors import Invalid, field_error
 from domain.files import FILE_FIELDS_REQUIRED, FILE_ID_REQUIRED
-from domain.ids import parse_positive_id, parse_uuid
 from domain.knowledge_bases import KB_ID_REQUIRED
 from entrypoints.http import agent_schemas as agents
 from entrypoints.http import conversation_schemas as conversations
 from entrypoints.http import schemas
 from entrypoints.http.controllers.chat import ChatBody
-
-Kind = Literal["missing", "null", "empty", "type", "range"]
-ANY: frozenset[Kind] = frozenset({"missing", "null", "empty", "type", "range"})
-ABSENT: frozenset[Kind] = frozenset({"missing", "null", "empty"})
-INVALID_BODY = "Invalid request body"
-MALFORMED_BODY = "Malformed request body"
-UNSUPPORTED_MEDIA_TYPE = "Unsupported Media Type"
-UUID_INVALID = "must be a valid UUID"
-
-
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """The message for a failing field (wire name), for the kinds of failure it covers;
-    `detail` adds `details: [{field, message: detail}]` as the use case does."""
-
-    field: str
-    message: str
-    kinds: frozenset[Kind] = ANY
-    detail: str | None = None
-
-
-RANGE: frozenset[Kind] = frozenset({"range"})
-NULL_OR_EMPTY: frozenset[Kind] = frozenset({"null", "empty"})
+from entrypoints.http.rules import (
+    ABSENT,
+    INVALID_BODY,
+    MALFORMED_BODY,
+    NULL_OR_EMPTY,
+    RANGE,
+    UNSUPPORTED_MEDIA_TYPE,
+    Kind,
+    ParamRule,
+    Rule,
+    limit,
+    positive_id,
+    uuid,
+)
+from entrypoints.http.skill_schemas import SKILL_BODY_RULES, SKILL_PARAM_RULES
 
 
 def _name_rules() -> tuple[Rule, ...]:
@@ -168,60 +159,29 @@ BODY_RULES: Mapping[type[msgspec.Struct], tuple[Rule, ...]] = {
         Rule("threadId", THREAD_ID_INVALID),
         Rule("name", "name is required", frozenset({"missing"}), "required"),
     ),
+    **SKILL_BODY_RULES,
 }
-
-
-def _positive_id(raw: str) -> bool:
-    """The domain's own rule (`parse_positive_id`): plain ASCII digits, 1 to 2^63-1."""
-    try:
-        parse_positive_id(raw, "")
-    except Invalid:
-        return False
-    return True
-
-
-def _uuid(raw: str) -> bool:
-    """The domain's own rule (`parse_uuid`): the canonical 8-4-4-4-12 form."""
-    try:
-        parse_uuid(raw, "")
-    except Invalid:
-        return False
-    return True
-
-
-def _limit(top: int) -> Callable[[str], bool]:
-    def valid(raw: str) -> bool:
-        text = raw.strip()
-        return text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= top
-
-    return valid
-
-
-@dataclass(frozen=True, slots=True)
-class ParamRule:
-    message: str
-    valid: Callable[[str], bool]
-    detail: str | None = None
 
 
 # Query and path parameters, by wire name (the same name means the same thing on every route).
 PARAM_RULES: Mapping[str, ParamRule] = {
-    "kbId": ParamRule(KB_ID_REQUIRED, _positive_id),
-    "agentId": ParamRule(AGENT_ID_REQUIRED, _positive_id),
-    "tagId": ParamRule(TAG_ID_REQUIRED, _positive_id),
-    "fileId": ParamRule(FILE_ID_REQUIRED, _uuid),
-    "threadId": ParamRule(THREAD_ID_INVALID, _uuid),
-    "thread_id": ParamRule(THREAD_ID_INVALID, _uuid),
+    "kbId": ParamRule(KB_ID_REQUIRED, positive_id),
+    "agentId": ParamRule(AGENT_ID_REQUIRED, positive_id),
+    "tagId": ParamRule(TAG_ID_REQUIRED, positive_id),
+    "fileId": ParamRule(FILE_ID_REQUIRED, uuid),
+    "threadId": ParamRule(THREAD_ID_INVALID, uuid),
+    "thread_id": ParamRule(THREAD_ID_INVALID, uuid),
+    **SKILL_PARAM_RULES,
 }
 # Parameters whose rule depends on the route: by handler name and wire name.
 ROUTE_PARAM_RULES: Mapping[tuple[str, str], ParamRule] = {
     ("list_conversations", "limit"): ParamRule(
-        "limit must be an integer from 1 to 100", _limit(100), "out of range"
+        "limit must be an integer from 1 to 100", limit(100), "out of range"
     ),
     ("download_file", "part"): ParamRule(
         PART_INVALID, lambda raw: raw in ("original", "content", "image"), "unknown part"
     ),
-    ("download_file", "page"): ParamRule(PAGE_INVALID, _limit(100_000), "out of range"),
+    ("download_file", "page"): ParamRule(PAGE_INVALID, limit(100_000), "out of range"),
 }
 
 

@@ -16,6 +16,7 @@ from entrypoints.wiring.identity import IdentityProvider, RecentlySeen, dev_iden
 from entrypoints.wiring.infrastructure import InfrastructureProvider, local_disk_storage
 from entrypoints.wiring.knowledge import KnowledgeProvider
 from entrypoints.wiring.models import ModelProvider
+from entrypoints.wiring.skills import SkillProvider
 
 __all__ = [
     "OrgScopes",
@@ -33,6 +34,7 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
         KnowledgeProvider(),
         ModelProvider(),
         AgentProvider(),
+        SkillProvider(),
         ConversationProvider(),
         ChatProvider(),
         *providers,

@@ -8,6 +8,7 @@ from dishka import Provider, Scope, provide, provide_all
 from adapters.postgres.agents import PgAgentRepository
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
+from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.create_agent import CreateAgent
 from application.use_cases.create_agent_tag import CreateAgentTag
@@ -32,12 +33,22 @@ class AgentProvider(Provider):
 
     @provide
     def create_agent(
-        self, agents: AgentRepository, kbs: KnowledgeBaseRepository, uow: UnitOfWork, s: Settings
+        self,
+        agents: AgentRepository,
+        kbs: KnowledgeBaseRepository,
+        skills: SkillRepository,
+        uow: UnitOfWork,
+        s: Settings,
     ) -> CreateAgent:
-        return CreateAgent(agents, kbs, uow, s.default_chat_model)
+        return CreateAgent(agents, kbs, skills, uow, s.default_chat_model)
 
     @provide
     def update_agent(
-        self, agents: AgentRepository, kbs: KnowledgeBaseRepository, uow: UnitOfWork, s: Settings
+        self,
+        agents: AgentRepository,
+        kbs: KnowledgeBaseRepository,
+        skills: SkillRepository,
+        uow: UnitOfWork,
+        s: Settings,
     ) -> UpdateAgent:
-        return UpdateAgent(agents, kbs, uow, s.default_chat_model)
+        return UpdateAgent(agents, kbs, skills, uow, s.default_chat_model)

@@ -20,17 +20,24 @@ from dishka import AsyncContainer, Provider, Scope, alias, provide, provide_all
 from adapters.background import AsyncioBackgroundTasks
 from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.cancel_listener import PgCancelListener
-from adapters.skills import NoSkillCatalog
+from application.agent.inline_skills import InlineSkills
 from application.ports.chat_launcher import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreams
 from application.ports.knowledge_search import KnowledgeSearch
-from application.ports.skill_catalog import SkillCatalog
+from application.ports.skill_catalog import (
+    LoadedSkill,
+    SkillCatalog,
+    SkillFileContent,
+    SkillSummary,
+)
 from application.ports.usage_ledger import UsageLedger
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
+from application.tools.read_skill_file import ReadSkillFileTool
 from application.tools.registry import ToolRegistry
+from application.tools.skill_library import SkillLibrary
 from application.use_cases.cancel_chat_response import CancelChatResponse
 from application.use_cases.follow_chat_response import FollowChatResponse
 from application.use_cases.generate_chat_response import GenerateChatResponse
@@ -84,6 +91,28 @@ class ScopedKnowledgeSearch:
             )
 
 
+class ScopedSkillCatalog:
+    """`SkillCatalog` through `SkillLibrary`, each read in its own short scope."""
+
+    def __init__(self, scopes: OrgScopes) -> None:
+        self._scopes = scopes
+
+    async def describe(self, caller: Caller, skill_ids: list[int]) -> list[SkillSummary]:
+        async with self._scopes.acting_for(caller) as scope:
+            return await (await scope.get(SkillLibrary)).describe(caller, skill_ids)
+
+    async def load(self, caller: Caller, skill_id: int) -> LoadedSkill | None:
+        async with self._scopes.acting_for(caller) as scope:
+            return await (await scope.get(SkillLibrary)).load(caller, skill_id)
+
+    async def read_file(
+        self, caller: Caller, skill_id: int, path: str, *, max_bytes: int | None = None
+    ) -> SkillFileContent | None:
+        async with self._scopes.acting_for(caller) as scope:
+            library = await scope.get(SkillLibrary)
+            return await library.read_file(caller, skill_id, path, max_bytes=max_bytes)
+
+
 class ChatProvider(Provider):
     """Everything behind `/chat`."""
 
@@ -93,7 +122,8 @@ class ChatProvider(Provider):
     tasks = alias(source=AsyncioBackgroundTasks, provides=BackgroundTasks)
     org_scopes = provide(OrgScopes)
     knowledge_search = provide(ScopedKnowledgeSearch, provides=KnowledgeSearch)
-    skills = provide(NoSkillCatalog, provides=SkillCatalog)
+    skills = provide(ScopedSkillCatalog, provides=SkillCatalog)
+    skill_library = provide(SkillLibrary, scope=Scope.REQUEST)
     use_cases = provide_all(
         SendChatMessage, FollowChatResponse, CancelChatResponse, scope=Scope.REQUEST
     )
@@ -123,7 +153,9 @@ class ChatProvider(Provider):
     @provide
     def tools(self, search: KnowledgeSearch, skills: SkillCatalog) -> ToolRegistry:
         # The order here is the order the tools are offered to the model.
-        return ToolRegistry([KnowledgeSearchTool(search), LoadSkillTool(skills)])
+        return ToolRegistry(
+            [KnowledgeSearchTool(search), LoadSkillTool(skills), ReadSkillFileTool(skills)]
+        )
 
     @provide
     def generate(
@@ -132,7 +164,10 @@ class ChatProvider(Provider):
         runs: ChatRunLog,
         search: KnowledgeSearch,
         tools: ToolRegistry,
+        skills: SkillCatalog,
         ledger: UsageLedger,
         prices: PriceList,
     ) -> GenerateChatResponse:
-        return GenerateChatResponse(models, runs, search, tools, ledger, prices)
+        return GenerateChatResponse(
+            models, runs, search, tools, InlineSkills(skills), ledger, prices
+        )

@@ -32,6 +32,7 @@ from .knowledge import (
     StagedChunkModel,
 )
 from .queue import JobRunModel
+from .skills import SkillFileModel, SkillModel
 from .tenancy import MembershipModel, OrganizationModel
 
 __all__ = [
@@ -53,6 +54,8 @@ __all__ = [
     "KnowledgeBaseModel",
     "MembershipModel",
     "OrganizationModel",
+    "SkillFileModel",
+    "SkillModel",
     "StagedChunkModel",
     "UsageEventModel",
     "metadata",

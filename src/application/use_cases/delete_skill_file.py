@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.object_storage import ObjectStorage
+from application.ports.skill_repository import SkillRepository
+from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.get_skill import active_skill
+from application.use_cases.put_skill_file import skill_file_path
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.skills import SKILL_FILE_NOT_FOUND
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DeleteSkillFileCommand:
+    caller: Caller
+    skill_id: object
+    path: object
+
+
+class DeleteSkillFile:
+    """Delete a bundled file of an active skill of the caller's organization (spec 4.6), from
+    storage and from the database.
+
+    Rules: any member may. SKILL.md is refused (400: it is replaced, never deleted); an
+    unknown path is 404 "File not found". The object is deleted first, the record in the same
+    transaction after it: a storage failure answers 500 and keeps the record, and a retry
+    deletes what is left (deleting a missing object is no error), so neither ever outlives the
+    other for good. The skill's version rises by one.
+    """
+
+    def __init__(self, skills: SkillRepository, storage: ObjectStorage, uow: UnitOfWork) -> None:
+        self._skills = skills
+        self._storage = storage
+        self._uow = uow
+
+    async def execute(self, command: DeleteSkillFileCommand) -> None:
+        org_id = command.caller.org_id
+        path = skill_file_path(command.path)
+        skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
+        record = await self._skills.get_file(org_id, skill.id, path)
+        if record is None:
+            raise NotFound(SKILL_FILE_NOT_FOUND)
+        if record.storage_key is not None:
+            await self._storage.delete(record.storage_key)
+        await self._skills.delete_file(org_id, skill.id, path)
+        await self._uow.commit()

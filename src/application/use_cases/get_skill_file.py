@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.object_storage import ObjectStorage
+from application.ports.skill_repository import SkillRepository
+from application.use_cases.get_skill import active_skill
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.skills import SKILL_FILE_NOT_FOUND, SkillFile, check_skill_path, is_skill_md
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GetSkillFileQuery:
+    caller: Caller
+    skill_id: object
+    path: object
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SkillFileContent:
+    """A file of a skill with its bytes."""
+
+    file: SkillFile
+    data: bytes
+
+
+class GetSkillFile:
+    """The bytes of one file of an active skill of the caller's organization, SKILL.md
+    included. Any member may read them; the skill id and path follow the usual rules (400),
+    a missing, foreign or deleted skill is 404 "Skill not found" and an unknown path 404 "File
+    not found"."""
+
+    def __init__(self, skills: SkillRepository, storage: ObjectStorage) -> None:
+        self._skills = skills
+        self._storage = storage
+
+    async def execute(self, query: GetSkillFileQuery) -> SkillFileContent:
+        org_id = query.caller.org_id
+        path = check_skill_path(query.path)
+        skill = await active_skill(self._skills, org_id, query.skill_id)
+        if is_skill_md(path):
+            return SkillFileContent(file=skill.skill_md_file, data=skill.skill_md.encode())
+        record = await self._skills.get_file(org_id, skill.id, path)
+        if record is None or record.storage_key is None:
+            raise NotFound(SKILL_FILE_NOT_FOUND)
+        data = await self._storage.get(record.storage_key)
+        return SkillFileContent(file=record, data=data)

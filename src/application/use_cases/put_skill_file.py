@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+from dataclasses import dataclass
+
+from application.ports.clock import Clock
+from application.ports.object_storage import ObjectStorage
+from application.ports.skill_repository import SkillRepository
+from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.get_skill import active_skill
+from domain.errors import Invalid, PayloadTooLarge, field_error
+from domain.files import validate_content_type
+from domain.identity import Caller
+from domain.skills import (
+    SKILL_MD_ELSEWHERE,
+    SkillFile,
+    SkillLimits,
+    check_skill_path,
+    guess_content_type,
+    is_skill_md,
+    skill_file_key,
+)
+
+CONTENT_INVALID = "content must be base64-encoded bytes"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PutSkillFileCommand:
+    caller: Caller
+    skill_id: object
+    path: object
+    content: object
+    content_type: object = None
+
+
+def skill_file_path(path: object) -> str:
+    """A bundled file's path, checked; SKILL.md is refused (it changes through its skill)."""
+    checked = check_skill_path(path)
+    if is_skill_md(checked):
+        raise Invalid(SKILL_MD_ELSEWHERE, [field_error("path", "SKILL.md is not a bundled file")])
+    return checked
+
+
+def _decode(content: object) -> bytes:
+    if not isinstance(content, str):
+        raise Invalid(CONTENT_INVALID, [field_error("content", "a base64 string")])
+    try:
+        return base64.b64decode(content, validate=True)
+    except (binascii.Error, ValueError):
+        raise Invalid(CONTENT_INVALID, [field_error("content", "not valid base64")]) from None
+
+
+def _content_type(value: object, path: str) -> str:
+    if value is None:
+        return guess_content_type(path)
+    if not isinstance(value, str):
+        raise Invalid(
+            "Content type must be a MIME type such as application/pdf",
+            [field_error("contentType", "invalid MIME type")],
+        )
+    return validate_content_type(value)
+
+
+class PutSkillFile:
+    """Add a bundled file to an active skill of the caller's organization, or replace one.
+
+    Rules: any member may. The skill id names an active skill (400/404 as everywhere). The path
+    follows the bundle's path rules (400 "Invalid file path"); SKILL.md is refused (400: it is
+    replaced with PUT /skills/manage). `content` is base64 (400 otherwise) of at most the
+    per-file limit (413), and the skill stays within its limits of files and bytes in all
+    (413). `contentType` is a MIME type, guessed from the name when absent. The bytes go to
+    storage under the organization's prefix before the record is written, so a record never
+    names bytes that are not stored; the skill's version rises by one unless the same bytes
+    and type were already there.
+    """
+
+    def __init__(
+        self,
+        skills: SkillRepository,
+        storage: ObjectStorage,
+        uow: UnitOfWork,
+        clock: Clock,
+        limits: SkillLimits,
+    ) -> None:
+        self._skills = skills
+        self._storage = storage
+        self._uow = uow
+        self._clock = clock
+        self._limits = limits
+
+    async def execute(self, command: PutSkillFileCommand) -> SkillFile:
+        org_id = command.caller.org_id
+        path = skill_file_path(command.path)
+        data = _decode(command.content)
+        content_type = _content_type(command.content_type, path)
+        limits = self._limits
+        if len(data) > limits.max_file_bytes:
+            raise PayloadTooLarge(f"A skill file may be at most {limits.max_file_bytes} bytes")
+        skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
+        files = {f.path: f for f in await self._skills.list_files(org_id, skill.id)}
+        sha256 = hashlib.sha256(data).hexdigest()
+        current = files.pop(path, None)
+        if current is not None and (current.sha256, current.content_type) == (
+            sha256,
+            content_type,
+        ):
+            return current
+        if len(files) + 2 > limits.max_files:
+            raise PayloadTooLarge(f"A skill may hold at most {limits.max_files} files")
+        total = len(skill.skill_md.encode()) + sum(f.size for f in files.values()) + len(data)
+        if total > limits.max_total_bytes:
+            raise PayloadTooLarge(f"A skill may hold at most {limits.max_total_bytes} bytes")
+        key = skill_file_key(org_id, skill.id, path)
+        await self._storage.put(key, data, content_type=content_type)
+        record = await self._skills.put_file(
+            org_id,
+            skill.id,
+            SkillFile(
+                path=path,
+                size=len(data),
+                content_type=content_type,
+                sha256=sha256,
+                updated_at=self._clock.now(),
+                storage_key=key,
+            ),
+        )
+        await self._uow.commit()
+        return record

@@ -1,0 +1,37 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.skill_repository import SkillRepository
+from application.ports.unit_of_work import UnitOfWork
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.ids import parse_positive_id
+from domain.skills import SKILL_ID_REQUIRED, SKILL_NOT_FOUND
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SoftDeleteSkillCommand:
+    caller: Caller
+    skill_id: object
+
+
+class SoftDeleteSkill:
+    """Soft-delete a skill of the caller's organization (spec 3.2).
+
+    Rules: any member may. The skill id must be a positive integer (400 "Valid skill ID is
+    required"); a missing, foreign or already deleted skill is 404 "Skill not found". The skill
+    leaves every listing and can no longer be read, changed or loaded by agents; its name is
+    free for a new skill; its bundled files stay in storage, recorded. Agents that listed it
+    keep working and no longer show it among their `skillIds`.
+    """
+
+    def __init__(self, skills: SkillRepository, uow: UnitOfWork) -> None:
+        self._skills = skills
+        self._uow = uow
+
+    async def execute(self, command: SoftDeleteSkillCommand) -> None:
+        skill_id = parse_positive_id(command.skill_id, SKILL_ID_REQUIRED)
+        if not await self._skills.soft_delete(command.caller.org_id, skill_id):
+            raise NotFound(SKILL_NOT_FOUND)
+        await self._uow.commit()

@@ -1,0 +1,183 @@
+"""Request and response bodies of `/skills/*`: msgspec Structs, camelCase."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from typing import Annotated, Any
+
+from msgspec import Meta, Struct
+
+from application.use_cases.create_skill import SkillView
+from application.use_cases.put_skill_file import CONTENT_INVALID
+from application.use_cases.update_skill import EXPECTED_VERSION_INVALID
+from domain.skills import (
+    INVALID_PATH,
+    PATH_MAX,
+    SKILL_ID_REQUIRED,
+    Skill,
+    SkillFile,
+    is_skill_path,
+)
+from entrypoints.http.rules import ABSENT, ParamRule, Rule, positive_id
+from entrypoints.http.schemas import NOT_BLANK, Camel, MimeType, PositiveId, documented
+
+SKILL_MD_LIMIT = "at most 256 KiB of UTF-8"
+SkillMd = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        pattern=r"\S",
+        description="SKILL.md as sent: YAML front matter between `---` lines (name, "
+        f"description, …), then Markdown instructions; {SKILL_MD_LIMIT}",
+        extra_json_schema=documented(NOT_BLANK),
+    ),
+]
+# A relative path whose segments are ASCII letters, digits, `.`, `_` and `-`, none of them
+# `.` or `..` (the use case checks it again, with its own message).
+PATH_PATTERN = r"^(?!(.*/)?\.\.?(/|$))[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$"
+SkillPath = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=PATH_MAX,
+        description="Relative, `/`-separated: letters, digits, `.`, `_`, `-`; no `.` or `..`",
+        extra_json_schema=documented(PATH_PATTERN, examples=["scripts/extract.py"]),
+    ),
+]
+BASE64 = r"^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$"
+Base64 = Annotated[
+    str,
+    Meta(
+        description="The file's bytes, base64-encoded (standard alphabet, padded)",
+        extra_json_schema=documented(BASE64),
+    ),
+]
+
+
+class CreateSkillBody(Camel):
+    skill_md: SkillMd
+
+
+class UpdateSkillBody(Camel):
+    skill_id: PositiveId
+    skill_md: SkillMd
+    expected_version: (
+        Annotated[
+            PositiveId,
+            Meta(description="Write only if the skill is still at this version (409 otherwise)"),
+        ]
+        | None
+    ) = None
+
+
+class PutSkillFileBody(Camel):
+    skill_id: PositiveId
+    path: SkillPath
+    content: Base64
+    content_type: MimeType | None = None
+
+
+class SkillFileOut(Camel):
+    path: str
+    size: int
+    content_type: str
+    sha256: str
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, file: SkillFile) -> SkillFileOut:
+        return cls(
+            path=file.path,
+            size=file.size,
+            content_type=file.content_type,
+            sha256=file.sha256,
+            updated_at=file.updated_at,
+        )
+
+
+class SkillOut(Camel):
+    id: int
+    name: str
+    description: str
+    license: str | None
+    compatibility: str | None
+    metadata: dict[str, str]
+    allowed_tools: str | None
+    version: int
+    file_count: int
+    created_at: datetime
+    updated_at: datetime
+    user_id: str
+
+    @classmethod
+    def of(cls, skill: Skill) -> SkillOut:
+        return cls(**_record(skill))
+
+
+class SkillDetailOut(SkillOut):
+    skill_md: str
+    files: list[SkillFileOut]
+
+    @classmethod
+    def of_view(cls, view: SkillView) -> SkillDetailOut:
+        return cls(
+            **_record(view.skill),
+            skill_md=view.skill.skill_md,
+            files=[SkillFileOut.of(f) for f in view.files],
+        )
+
+
+def _record(skill: Skill) -> dict[str, Any]:
+    manifest = skill.manifest
+    return {
+        "id": skill.id,
+        "name": manifest.name,
+        "description": manifest.description,
+        "license": manifest.license,
+        "compatibility": manifest.compatibility,
+        "metadata": dict(manifest.metadata),
+        "allowed_tools": manifest.allowed_tools,
+        "version": skill.version,
+        "file_count": skill.file_count,
+        "created_at": skill.created_at,
+        "updated_at": skill.updated_at,
+        "user_id": skill.user_id,
+    }
+
+
+class SkillResponse(Camel):
+    success: bool
+    skill: SkillDetailOut
+
+
+class SkillListResponse(Camel):
+    success: bool
+    skills: list[SkillOut]
+
+
+class SkillFileResponse(Camel):
+    success: bool
+    file: SkillFileOut
+
+
+MIME_INVALID = "Content type must be a MIME type such as application/pdf"
+SKILL_MD_RULE = Rule("skillMd", "skillMd is required", ABSENT, "a non-empty string")
+SKILL_BODY_RULES: Mapping[type[Struct], tuple[Rule, ...]] = {
+    CreateSkillBody: (SKILL_MD_RULE,),
+    UpdateSkillBody: (
+        Rule("skillId", SKILL_ID_REQUIRED),
+        SKILL_MD_RULE,
+        Rule("expectedVersion", EXPECTED_VERSION_INVALID, detail="a positive integer"),
+    ),
+    PutSkillFileBody: (
+        Rule("skillId", SKILL_ID_REQUIRED),
+        Rule("path", INVALID_PATH, detail="a relative path of letters, digits, '.', '_', '-'"),
+        Rule("content", CONTENT_INVALID, detail="a base64 string"),
+        Rule("contentType", MIME_INVALID, detail="invalid MIME type"),
+    ),
+}
+SKILL_PARAM_RULES: Mapping[str, ParamRule] = {
+    "skillId": ParamRule(SKILL_ID_REQUIRED, positive_id),
+    "path": ParamRule(INVALID_PATH, is_skill_path, "invalid path"),
+}
