@@ -244,6 +244,9 @@ class UserMessage:
         return [str(p.get("filename") or "") for p in self.parts if p["type"] == "file"]
 
 
+FILE_URL_SCHEMES = frozenset({"http", "https", "data"})
+
+
 def _invalid(message: str, where: str) -> Invalid:
     return Invalid(message, [field_error(where, message)])
 
@@ -265,6 +268,9 @@ def _validate_part(part: object, where: str) -> dict[str, Any]:
         filename = part.get("filename")
         if not isinstance(url, str) or not url:
             raise _invalid("A file part needs a url", f"{where}.url")
+        if url.partition(":")[0].lower() not in FILE_URL_SCHEMES or ":" not in url:
+            # Stored and handed back to clients that render it: never javascript: or file:.
+            raise _invalid("A file part's url must be an http(s) or data: URL", f"{where}.url")
         if not isinstance(media_type, str) or "/" not in media_type:
             raise _invalid("A file part needs a mediaType", f"{where}.mediaType")
         if filename is not None and not isinstance(filename, str):

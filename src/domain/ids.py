@@ -14,7 +14,7 @@ import re
 from domain.errors import Invalid
 
 MAX_BIGINT = 2**63 - 1
-_DIGITS = re.compile(r"[0-9]{1,19}")
+_DIGITS = re.compile(r"[1-9][0-9]{0,18}")  # canonical: no sign, no leading zero
 UUID_PATTERN = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$"
 """The canonical 8-4-4-4-12 form (upper-case hex is accepted and answered in lower case)."""
 _UUID = re.compile(UUID_PATTERN)

@@ -1,5 +1,5 @@
-"""`agent-platform`: serve, migrate, token, and knowledge-base commands that run the same use
-cases as the HTTP app through the same container."""
+"""`agent-platform`: serve, migrate, token, knowledge-base and skill commands that run the same
+use cases as the HTTP app through the same container."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ from domain.errors import DomainError
 from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from entrypoints.cli_skills import run_skills
 from entrypoints.config import ConfigError, Settings
 from entrypoints.database import Database, resolve_database
 from entrypoints.extras import missing_extras
@@ -85,6 +86,18 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument(
                 "--no-wait", action="store_true", help="return once the files are queued"
             )
+    skills = commands.add_parser("skills", help="skills (Agent Skills bundles)").add_subparsers(
+        dest="skills_command", required=True
+    )
+    imports = skills.add_parser("import", help="import skills from folders or zip archives")
+    imports.add_argument(
+        "paths", type=Path, nargs="+", help="zip archives, skill folders, or folders of them"
+    )
+    listing = skills.add_parser("list", help="list the organization's active skills")
+    listing.add_argument("--json", action="store_true", help="print the records as JSON")
+    for sub in (imports, listing):
+        sub.add_argument("--org", required=True, help="organization id to act in")
+        sub.add_argument("--user", default="cli", help="user id to act as (default: cli)")
     return parser
 
 
@@ -101,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable()
     if args.command == "token":
         return _token(settings, args)
-    problems = missing_extras(settings, models=args.command != "migrate")
+    problems = missing_extras(settings, models=args.command not in ("migrate", "skills"))
     if problems:
         print(ConfigError(problems), file=sys.stderr)
         return 2
@@ -114,6 +127,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         asyncio.run(migrate(database.owner_url))
         print("database schema is up to date")
         return 0
+    if args.command == "skills":
+        return asyncio.run(run_skills(settings, database, args))
     return asyncio.run(_kb(settings, database, args))
 
 

@@ -4,27 +4,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from litestar.testing import AsyncTestClient
 
-from entrypoints.cli import main
 from entrypoints.config import Settings
 from entrypoints.database import Database
 from entrypoints.http.app import create_app
-
-
-@pytest.fixture
-def cli_env(monkeypatch, database, tmp_path, clean):
-    monkeypatch.setenv("AP_DATABASE_URL", database.url)
-    monkeypatch.setenv("AP_DATA_DIR", str(tmp_path))
-    monkeypatch.setenv("AP_LOG_LEVEL", "warning")
-    return tmp_path
-
-
-def run(capsys, *argv: str) -> tuple[int, str, str]:
-    code = main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
+from tests.cli.conftest import run
 
 
 def test_kb_commands_run_the_use_cases(cli_env, capsys, owner_engine, tmp_path):

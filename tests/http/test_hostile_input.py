@@ -167,3 +167,115 @@ async def test_non_canonical_uuids_in_bodies_are_400(client, alice, owner_engine
         assert_error_shape(response)
     async with owner_engine.connect() as connection:
         assert await connection.scalar(text("SELECT count(*) FROM knowledge_base_files")) == 0
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        b'{"name": "\xff"}',
+        b'{"name": "a\xc0\x80"}',
+        b'{"name": "\xed\xa0\x80"}',
+        b'{"name": 5, "description": "\xf4\x90\x80\x80"}',
+    ],
+)
+async def test_a_body_that_is_not_utf8_is_400(client, alice, owner_engine, body):
+    response = await client.post(
+        "/kb/manage", content=body, headers={**alice.headers, "Content-Type": "application/json"}
+    )
+    assert response.status_code == 400, response.text
+    assert assert_error_shape(response) == {
+        "error": "Malformed request body",
+        "details": [{"field": "body", "message": "not valid UTF-8"}],
+    }
+    async with owner_engine.connect() as connection:
+        assert await connection.scalar(text("SELECT count(*) FROM knowledge_bases")) == 0
+
+
+async def test_an_unpaired_surrogate_escape_is_named(client, alice):
+    response = await client.post(
+        "/kb/manage",
+        content=b'{"name": "\\ud800"}',
+        headers={**alice.headers, "Content-Type": "application/json"},
+    )
+    assert response.json()["details"] == [
+        {"field": "body", "message": "contains an unpaired surrogate escape"}
+    ]
+
+
+@pytest.mark.parametrize("query", ["kbId=01", "kbId=1&kbId=abc", "kbId=1&kbId=1", "kbId=+1"])
+async def test_ids_are_canonical_and_given_once(client, alice, query):
+    response = await client.get(f"/kb/files?{query}", headers=alice.headers)
+    assert (response.status_code, response.json()) == (400, KB_ID_REQUIRED), query
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"Content-Type": "application/json; charset=utf-16"},
+        {"Content-Type": "application/json; charset=latin-1"},
+        {"Content-Type": "application/json", "Content-Encoding": "gzip"},
+    ],
+)
+async def test_other_encodings_are_415(client, alice, headers):
+    response = await client.post(
+        "/kb/manage", content=b'{"name": "Docs"}', headers={**alice.headers, **headers}
+    )
+    assert (response.status_code, response.json()) == (415, {"error": "Unsupported Media Type"})
+    utf8 = await client.post(
+        "/kb/manage",
+        content=b'{"name": "Docs"}',
+        headers={**alice.headers, "Content-Type": 'application/json; charset="UTF-8"'},
+    )
+    assert utf8.status_code == 201
+
+
+async def test_two_authorization_headers_are_401(client, alice, bob):
+    response = await client.get(
+        "/kb/manage",
+        headers=[
+            ("Authorization", alice.headers["Authorization"]),
+            ("Authorization", bob.headers["Authorization"]),
+        ],
+    )
+    assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+
+
+@pytest.mark.parametrize("org", ["org_a ", " org_a", "org_a\n", ".", "..", "-x", "a/b"])
+async def test_an_organization_id_is_taken_as_sent_or_refused(client, member, org):
+    response = await client.get("/kb/manage", headers=member(org, "user_x").headers)
+    assert (response.status_code, response.json()) == (401, {"error": "Unauthorized"})
+
+
+@pytest.mark.parametrize(
+    "url", ["javascript:alert(1)", "file:///etc/passwd", "ftp://x/y", "no-scheme", "JAVASCRIPT:x"]
+)
+async def test_a_chat_file_part_takes_only_http_or_data_urls(client, alice, url):
+    agent = await client.post("/agents", json={"name": "A"}, headers=alice.headers)
+    part = {"type": "file", "url": url, "mediaType": "text/plain"}
+    response = await client.post(
+        "/chat",
+        json={
+            "agentId": agent.json()["agent"]["id"],
+            "messages": [{"role": "user", "parts": [part]}],
+        },
+        headers={**alice.headers, "X-Stream-Response": "false"},
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"] == "A file part's url must be an http(s) or data: URL"
+
+
+async def test_a_search_whose_embedding_model_is_not_configured_is_503(client, alice):
+    created = await client.post(
+        "/kb/manage",
+        json={"name": "Remote", "embeddingModel": "openai:text-embedding-3-small"},
+        headers=alice.headers,
+    )
+    assert created.status_code == 201, created.text
+    kb_id = created.json()["knowledgeBase"]["id"]
+    response = await client.post(
+        "/kb/search", json={"kbId": kb_id, "query": "hello"}, headers=alice.headers
+    )
+    assert response.status_code == 503, response.text
+    assert response.json()["error"].startswith(
+        "The knowledge base's embedding model is unavailable: "
+    )

@@ -140,3 +140,41 @@ async def test_s3_uploads_are_bound_used_once_and_downloadable(
         async with httpx.AsyncClient() as http:
             served = await http.get(location)
         assert served.status_code == 200 and served.content == b"hello"
+
+
+async def test_skill_files_on_s3(settings, database, clean, alice, s3_endpoint):
+    import base64
+
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket="ap-skills")
+    s3_settings = dataclasses.replace(
+        settings,
+        storage="s3",
+        s3_bucket="ap-skills",
+        s3_endpoint_url=s3_endpoint,
+        s3_path_style=True,
+    )
+    skill_md = "---\nname: notes\ndescription: Keep notes.\n---\nWrite them down.\n"
+    async with AsyncTestClient(app=create_app(s3_settings, database)) as client:
+        created = await client.post(
+            "/skills/manage", json={"skillMd": skill_md}, headers=alice.headers
+        )
+        sid = created.json()["skill"]["id"]
+        body = {"skillId": sid, "path": "a/b.md", "content": base64.b64encode(b"# B").decode()}
+        added = await client.post("/skills/files", json=body, headers=alice.headers)
+        assert added.status_code == 201, added.text
+        key = f"orgs/org_a/skills/{sid}/files/a/b.md"
+        assert s3.get_object(Bucket="ap-skills", Key=key)["Body"].read() == b"# B"
+        read = await client.get(f"/skills/files?skillId={sid}&path=a/b.md", headers=alice.headers)
+        assert read.content == b"# B" and read.headers["content-type"].startswith("text/markdown")
+        gone = await client.delete(
+            f"/skills/files?skillId={sid}&path=a/b.md", headers=alice.headers
+        )
+        assert gone.status_code == 200
+        assert s3.list_objects_v2(Bucket="ap-skills").get("KeyCount", 0) == 0
+        again = await client.post("/skills/files", json=body, headers=alice.headers)
+        assert again.status_code == 201
+        deleted = await client.delete(f"/skills/manage?skillId={sid}", headers=alice.headers)
+        assert deleted.status_code == 200
+    # A soft-deleted skill keeps its bundled files in storage.
+    assert s3.get_object(Bucket="ap-skills", Key=key)["Body"].read() == b"# B"

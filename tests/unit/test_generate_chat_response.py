@@ -20,6 +20,7 @@ from application.ports.chat_model import (
     ToolCallRequested,
     ToolSpec,
 )
+from application.ports.embedder import EmbeddingFailed
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
 from application.tools.registry import ToolRegistry
@@ -78,12 +79,13 @@ class World:
         model: ScriptedChatModel,
         passages: list[SearchResult] | None = None,
         more_tools: list[AgentTool] | None = None,
+        search: FakeKnowledgeSearch | None = None,
     ):
         self.model = model
         self.runs = FakeRunLog()
         self.runs.start("run-1")
         self.ledger = FakeUsageLedger()
-        self.search = FakeKnowledgeSearch(passages)
+        self.search = search or FakeKnowledgeSearch(passages)
         self.skills = FakeSkillCatalog(
             FakeSkill(id=3, name="tone", description="House style", body="# Tone\nBe kind.")
         )
@@ -465,3 +467,22 @@ async def test_a_model_without_tools_gets_the_matching_skill_in_its_instructions
     assert "instructions of its own" in system and "not from the member" in system
     assert "Be kind." not in system and "load_skill" not in system
     assert [t.role for t in request.turns] == ["system", "user"]
+
+
+class UnreachableEmbeddings(FakeKnowledgeSearch):
+    async def search(
+        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+    ) -> list[SearchResult]:
+        raise EmbeddingFailed("No API key is configured for OpenAI embeddings.")
+
+
+async def test_a_knowledge_base_that_cannot_be_searched_fails_the_answer_with_why():
+    world = World(ScriptedChatModel(text_script("Never.")), search=UnreachableEmbeddings())
+    await world.run(command(agent(knowledge_base_ids=[1])))
+    message = (
+        "The knowledge base's embedding model is unavailable: "
+        "No API key is configured for OpenAI embeddings."
+    )
+    assert world.writer.chunks[-2:] == [{"type": "error", "errorText": message}, {"type": "finish"}]
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+    assert world.model.requests == []

@@ -27,6 +27,14 @@ def _text(value: Any) -> str | None:
     return value.strip() or None
 
 
+def _id(value: Any) -> str | None:
+    """An id claim as sent, untrimmed: `" org_a"` must not name `org_a` (the verifier refuses
+    ids with spaces)."""
+    if not isinstance(value, str) or not value:
+        return None
+    return value
+
+
 def _split(value: Any) -> list[str]:
     if isinstance(value, str):
         return [part.strip() for part in value.split(",") if part.strip()]
@@ -56,11 +64,11 @@ def identity_from_claims(claims: Mapping[str, Any]) -> Identity:
     """The identity of verified claims; `sub` must already have been checked as present."""
     org_claim = claims.get("o")
     if isinstance(org_claim, Mapping):
-        org_id = _text(org_claim.get("id"))
+        org_id = _id(org_claim.get("id"))
         role = normalise_role(_text(org_claim.get("rol")))
         permissions = _v2_permissions(org_claim, claims.get("fea"))
     else:
-        org_id = _text(claims.get("org_id"))
+        org_id = _id(claims.get("org_id"))
         role = normalise_role(_text(claims.get("org_role")))
         permissions = {p for p in _split(claims.get("org_permissions")) if p.startswith("org:")}
     return Identity(

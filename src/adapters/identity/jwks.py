@@ -33,6 +33,9 @@ VERIFIED_CACHE_SIZE = 4096
 VERIFIED_CACHE_TTL = 60.0
 UNAUTHORIZED = "Unauthorized"
 _ID = re.compile(r"^[A-Za-z0-9_.:@|+=-]{1,128}$")
+# An organization id also names a storage prefix (`orgs/<id>/`): it starts with a letter or
+# digit, so that `.` and `..` are never one.
+_ORG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@|+=-]{0,127}$")
 TIME_CLAIMS = ("exp", "iat", "nbf")
 MAX_TOKEN_LENGTH = 16 * 1024
 log = structlog.get_logger(__name__)
@@ -163,7 +166,7 @@ class JwksTokenVerifier:
         if not isinstance(claims.get("sub"), str) or not _ID.fullmatch(claims["sub"]):
             raise Unauthenticated(UNAUTHORIZED)
         identity = identity_from_claims(claims)
-        if identity.org_id is not None and not _ID.fullmatch(identity.org_id):
+        if identity.org_id is not None and not _ORG_ID.fullmatch(identity.org_id):
             raise Unauthenticated(UNAUTHORIZED)
         return identity, float(claims["exp"])
 

@@ -27,6 +27,7 @@ from application.ports.chat_model import (
 )
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreamWriter
+from application.ports.embedder import EmbeddingFailed
 from application.ports.knowledge_search import KnowledgeSearch
 from application.ports.usage_ledger import UsageLedger
 from application.tools.registry import Toolbox, ToolRegistry
@@ -118,6 +119,11 @@ class GenerateChatResponse:
             progress.end_text()
             status, error = StreamStatus.FAILED, failure.message
             progress.emit_all(chat_stream.failure(failure.message))
+        except EmbeddingFailed as failure:
+            progress.end_text()
+            status = StreamStatus.FAILED
+            error = f"The knowledge base's embedding model is unavailable: {failure.message}"
+            progress.emit_all(chat_stream.failure(error))
         except Exception:
             log.exception("chat response %s failed", command.run_id)
             progress.end_text()

@@ -10,6 +10,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
+from application.ports.embedder import EmbeddingFailed
 from domain.errors import (
     Conflict,
     DomainError,
@@ -66,13 +67,19 @@ def validation_error(
     extra = error.extra if isinstance(error.extra, list) else []
     for item in extra:
         if isinstance(item, dict):
-            field = str(item.get("key") or item.get("source") or "body")
+            field = _wire(str(item.get("key") or item.get("source") or "body"))
             if item.get("source") in ("query", "path"):
                 known = param_error(field, "", request.route_handler.handler_name)
                 if known is not None:
                     return domain_error(request, known)
             details.append({"field": field, "message": str(item.get("message", ""))})
     return error_response(400, "Invalid request body", details or None)
+
+
+def _wire(name: str) -> str:
+    """The camelCase name a client sent for the handler's snake_case parameter."""
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[dict[str, Any]]:
@@ -90,6 +97,15 @@ def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[dict
     return response
 
 
+def embedding_failed(_: Request[Any, Any, Any], error: EmbeddingFailed) -> Response[dict[str, Any]]:
+    """A search whose query could not be embedded (the provider refused, is unreachable or is
+    not configured): the service is fine, the model is not."""
+    log.warning("http.embedding_failed", detail=error.message)
+    return error_response(
+        503, f"The knowledge base's embedding model is unavailable: {error.message}"
+    )
+
+
 def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[dict[str, Any]]:
     log.exception("http.unhandled_error", path=request.url.path, error_type=type(error).__name__)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
@@ -99,5 +115,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     DomainError: domain_error,
     ValidationException: validation_error,
     HTTPException: http_error,
+    EmbeddingFailed: embedding_failed,
     Exception: unexpected_error,
 }

@@ -99,14 +99,16 @@ async def _refuse(send: Send, status: int, message: str) -> None:
 
 class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
     """Every route but the public ones needs `Authorization: Bearer <JWT>`; the verified
-    identity becomes `request.user`. A token longer than `MAX_TOKEN_LENGTH` (16 KiB) is
-    refused (401) before any verifier reads it."""
+    identity becomes `request.user`. A token longer than `MAX_TOKEN_LENGTH` (16 KiB), or a
+    request with two Authorization headers, is refused (401) before any verifier reads it."""
 
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
-        header = connection.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
+        headers = connection.headers.getall("authorization", [])
+        if len(headers) != 1:  # none, or two that could name two people
+            raise Unauthenticated("Unauthorized")
+        scheme, _, token = headers[0].partition(" ")
         if scheme.lower() != "bearer" or not token.strip() or len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("Unauthorized")
         container = connection.app.state.dishka_container

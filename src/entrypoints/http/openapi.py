@@ -33,6 +33,7 @@ _DESCRIPTIONS = {
     413: "Too large",
     415: "The body was not sent as `application/json`",
     500: "Unexpected failure",
+    503: "The embedding model cannot be reached or is not configured",
 }
 
 
@@ -41,7 +42,9 @@ def errors(*statuses: int, public: bool = False) -> dict[int, ResponseSpec]:
     is `public`) and 500."""
     codes = sorted({*statuses, 500} | (set() if public else {401}))
     return {
-        code: ResponseSpec(data_container=ErrorBody, description=_DESCRIPTIONS[code])
+        code: ResponseSpec(
+            data_container=ErrorBody, description=_DESCRIPTIONS[code], generate_examples=False
+        )
         for code in codes
     }
 
@@ -115,14 +118,15 @@ def complete_document(plugin: OpenAPIPlugin) -> None:
 
 
 def _json_body_errors(operation: dict[str, Any]) -> None:
-    """Every route with a JSON body answers 400 and 415 (see `validation.check_request`)."""
+    """Every route with a JSON body answers 400 and 415 (see `validation.check_request`), and
+    413 to a body over its size limit."""
     if "application/json" not in operation.get("requestBody", {}).get("content", {}):
         return
     responses = operation.setdefault("responses", {})
     error = {
         "content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}
     }
-    for code in (400, 415):
+    for code in (400, 413, 415):
         responses.setdefault(str(code), {"description": _DESCRIPTIONS[code], **error})
 
 

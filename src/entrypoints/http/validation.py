@@ -216,6 +216,8 @@ def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tupl
         return {}
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         pass
+    except UnicodeDecodeError:
+        raise Invalid(MALFORMED_BODY, [field_error("body", "not valid UTF-8")]) from None
     try:
         raw = msgspec.json.decode(body, type=dict[str, msgspec.Raw])
     except RecursionError:
@@ -223,7 +225,7 @@ def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tupl
     except msgspec.ValidationError:
         raise Invalid(INVALID_BODY, [field_error("body", "expected a JSON object")]) from None
     except msgspec.DecodeError as error:
-        raise Invalid(MALFORMED_BODY, [field_error("body", str(error))]) from None
+        raise Invalid(MALFORMED_BODY, [field_error("body", _malformed(body, error))]) from None
     failures: dict[str, tuple[Kind, str]] = {}
     for field in _fields(struct):
         if field.wire not in raw:
@@ -234,11 +236,25 @@ def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tupl
             msgspec.json.decode(raw[field.wire], type=field.type, strict=True)
         except RecursionError:
             raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
+        except UnicodeDecodeError:
+            raise Invalid(MALFORMED_BODY, [field_error("body", "not valid UTF-8")]) from None
         except msgspec.ValidationError as error:
             failure = _failure(raw[field.wire], field.type, error)
             if failure is not None:
                 failures[field.wire] = failure
     return failures
+
+
+_SURROGATE_ESCAPE = re.compile(rb"\\u[dD][89abAB]", re.ASCII)
+
+
+def _malformed(body: bytes, error: msgspec.DecodeError) -> str:
+    """msgspec's account of a malformed body, except its "Input data was truncated" for a high
+    surrogate escape without its pair."""
+    text = str(error)
+    if "truncated" in text and _SURROGATE_ESCAPE.search(body):
+        return "contains an unpaired surrogate escape"
+    return text
 
 
 def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kind, str] | None:
@@ -248,7 +264,7 @@ def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kin
     always taken. Litestar's conversion takes both as integers."""
     try:
         value = msgspec.json.decode(raw)
-    except (msgspec.DecodeError, RecursionError):
+    except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
         return ("range", str(error))
     if "got `float`" in str(error) or "got `str`" in str(error):
         try:
@@ -329,9 +345,25 @@ def _path_params(handler: Any) -> set[str]:
     return {m for path in handler.paths for m in re.findall(r"{(\w+):", path)}
 
 
+_CHARSET = re.compile(r";\s*charset\s*=\s*\"?([^\s;\"]+)", re.IGNORECASE)
+
+
 def _is_json(content_type: str) -> bool:
+    """JSON, in UTF-8 (the only encoding JSON may be exchanged in, RFC 8259): a charset
+    parameter naming another encoding is refused rather than ignored."""
     media = content_type.split(";", 1)[0].strip().lower()
-    return media == "application/json" or (media.startswith("application/") and "+json" in media)
+    if not (media == "application/json" or (media.startswith("application/") and "+json" in media)):
+        return False
+    charset = _CHARSET.search(content_type)
+    return charset is None or charset.group(1).lower() in ("utf-8", "utf8")
+
+
+def _single(request: Request[Any, Any, Any], name: str, route: str) -> None:
+    """A parameter given twice is refused: which of the two the handler would act on is
+    nobody's guess."""
+    if len(request.query_params.getall(name, [])) > 1:
+        known = param_error(name, None, route)
+        raise known or Invalid(f"{name} may be given once", [field_error(name, "repeated")])
 
 
 async def check_request(request: Request[Any, Any, Any]) -> None:
@@ -340,12 +372,17 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
     edge = _edge(request.route_handler)
     for name, source, required in edge.params:
         values = request.path_params if source == "path" else request.query_params
+        if source == "query":
+            _single(request, name, edge.route)
         raw = values.get(name)
         if raw is None and not required:
             continue
         error = param_error(name, None if raw is None else str(raw), edge.route)
         if error is not None:
             raise error
+    encoding = request.headers.get("content-encoding", "identity").strip().lower()
+    if encoding != "identity":
+        raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     if edge.body is None:
         return
     if not _is_json(request.headers.get("content-type", "")):

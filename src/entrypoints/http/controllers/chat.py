@@ -44,6 +44,8 @@ from entrypoints.http.schemas import (
 from entrypoints.http.sse import STREAM_HEADERS, sse_body
 from entrypoints.wiring import OrgScopes
 
+# http(s) or data: URLs only, whatever the scheme's case (`domain.conversations`).
+FILE_URL = r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$"
 TEXT_PART = {
     "type": "object",
     "required": ["type", "text"],
@@ -57,7 +59,10 @@ FILE_PART = {
     "required": ["type", "url", "mediaType"],
     "properties": {
         "type": {"type": "string", "enum": ["file"]},
-        "url": {"type": "string", "minLength": 1, "pattern": NO_NUL},
+        "url": {
+            "type": "string",
+            "pattern": r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$",
+        },
         "mediaType": {"type": "string", "pattern": r"^[^\u0000]*/[^\u0000]*$"},
         "filename": {"type": "string", "pattern": NO_NUL},
     },
@@ -151,6 +156,7 @@ class ChatController(Controller):
                 data_container=ChatAccepted,
                 description="With `X-Stream-Response: false`: the answer is being produced; "
                 "poll `GET /getConversation` (the id is also in `X-Thread-ID`)",
+                generate_examples=False,
             ),
         },
         summary="Send a message to an agent",
