@@ -7,6 +7,7 @@ finds the front matter, checks the mapping it yields, and checks bundled file pa
 
 from __future__ import annotations
 
+import hashlib
 import mimetypes
 import re
 from collections.abc import Mapping
@@ -282,6 +283,20 @@ class SkillFile:
     sha256: str
     updated_at: datetime
     storage_key: str | None = None
+
+    @classmethod
+    def stored(
+        cls, path: str, data: bytes, *, content_type: str, storage_key: str, at: datetime
+    ) -> SkillFile:
+        """The record of `data` kept at `storage_key`: its size and SHA-256 computed."""
+        return cls(
+            path=path,
+            size=len(data),
+            content_type=content_type,
+            sha256=hashlib.sha256(data).hexdigest(),
+            updated_at=at,
+            storage_key=storage_key,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

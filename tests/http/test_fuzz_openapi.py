@@ -14,9 +14,6 @@ from schemathesis.specs.openapi.checks import positive_data_acceptance
 from entrypoints.http.app import create_app
 from tests.http.chat_support import Holder, ScriptedModels
 
-# A zip archive (POST /skills/import) is sent as the bytes generated for it, like any binary.
-schemathesis.serializer.alias("application/zip", "application/octet-stream")
-
 EXAMPLES = int(os.environ.get("AP_FUZZ_EXAMPLES", "15"))
 
 # Rules that depend on the caller's data, not on the request's shape: a storage key must lie

@@ -279,3 +279,44 @@ async def test_a_search_whose_embedding_model_is_not_configured_is_503(client, a
     assert response.json()["error"].startswith(
         "The knowledge base's embedding model is unavailable: "
     )
+
+
+async def test_a_client_that_hangs_up_mid_body_is_no_server_error(client, alice):
+    """A body cut short by the client is logged as 499, not as a 500 of the service."""
+    app = client.ap_app
+    incoming = [
+        {"type": "http.request", "body": b'{"name": ', "more_body": True},
+        {"type": "http.disconnect"},
+    ]
+    sent: list[dict] = []
+
+    async def receive():
+        return incoming.pop(0) if incoming else {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    headers = [
+        (b"authorization", alice.headers["Authorization"].encode()),
+        (b"content-type", b"application/json"),
+        (b"content-length", b"50"),
+        (b"host", b"testserver"),
+    ]
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/kb/manage",
+        "raw_path": b"/kb/manage",
+        "query_string": b"",
+        "root_path": "",
+        "headers": headers,
+        "client": ("127.0.0.1", 5000),
+        "server": ("testserver", 80),
+        "state": {},
+    }
+    await app(scope, receive, send)
+    start = next(m for m in sent if m["type"] == "http.response.start")
+    assert start["status"] == 499

@@ -140,6 +140,21 @@ async def test_update_model_with_files_queues_reembedding_and_keeps_the_old_inde
     assert [j.kind for j in world.jobs.jobs] == [REEMBED_KNOWLEDGE_BASE]
 
 
+async def test_naming_the_model_in_use_forgets_a_failed_reembedding(world, caller):
+    kb_id = await create(world, caller)
+    await add_file(world, caller, kb_id, "00000000-0000-4000-8000-000000000001")
+    await world.kbs.update("org_a", kb_id, {"reindex_error": "The provider refused the key."})
+    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    summary = await use_case.execute(
+        UpdateKnowledgeBaseCommand(
+            caller=caller, kb_id=kb_id, embedding_model="local:all-MiniLM-L6-v2"
+        )
+    )
+    assert summary.knowledge_base.reindex_error is None
+    assert summary.status is KnowledgeBaseStatus.PROCESSING  # its file is still being processed
+    assert all(j.kind != REEMBED_KNOWLEDGE_BASE for j in world.jobs.jobs)
+
+
 async def test_update_of_a_foreign_or_missing_knowledge_base_is_not_found(world, caller, stranger):
     kb_id = await create(world, caller)
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)

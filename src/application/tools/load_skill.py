@@ -39,9 +39,7 @@ class LoadSkillTool:
         self._skills = skills
 
     async def offer(self, caller: Caller, agent: Agent) -> ToolOffer | None:
-        if not agent.skill_ids:
-            return None
-        skills = await self._skills.describe(caller, agent.skill_ids)
+        skills = await active_skills(self._skills, caller, agent)
         if not skills:
             return None
 
@@ -70,6 +68,11 @@ class LoadSkillTool:
         if len(loaded.files) > LISTED_FILES:
             result["moreFiles"] = len(loaded.files) - LISTED_FILES
         return fit_text(result, "instructions", loaded.instructions)
+
+
+async def active_skills(catalog: SkillCatalog, caller: Caller, agent: Agent) -> list[SkillSummary]:
+    """The agent's skills that are still active (none asked for when it lists none)."""
+    return await catalog.describe(caller, agent.skill_ids) if agent.skill_ids else []
 
 
 def skill_name_parameters(skills: Sequence[SkillSummary], **more: Any) -> dict[str, Any]:

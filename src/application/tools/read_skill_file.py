@@ -6,7 +6,13 @@ from typing import Any
 from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_model import ToolSpec
 from application.ports.skill_catalog import SkillCatalog, SkillSummary
-from application.tools.load_skill import SKILL_TOOL, fit_text, listed_skill, skill_name_parameters
+from application.tools.load_skill import (
+    SKILL_TOOL,
+    active_skills,
+    fit_text,
+    listed_skill,
+    skill_name_parameters,
+)
 from domain.agents import Agent
 from domain.errors import Invalid
 from domain.identity import Caller
@@ -38,9 +44,7 @@ class ReadSkillFileTool:
         self._skills = skills
 
     async def offer(self, caller: Caller, agent: Agent) -> ToolOffer | None:
-        if not agent.skill_ids:
-            return None
-        skills = await self._skills.describe(caller, agent.skill_ids)
+        skills = await active_skills(self._skills, caller, agent)
         if not skills:
             return None
 

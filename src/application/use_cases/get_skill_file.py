@@ -18,7 +18,7 @@ class GetSkillFileQuery:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SkillFileContent:
+class SkillFileRead:
     """A file of a skill with its bytes."""
 
     file: SkillFile
@@ -35,14 +35,14 @@ class GetSkillFile:
         self._skills = skills
         self._storage = storage
 
-    async def execute(self, query: GetSkillFileQuery) -> SkillFileContent:
+    async def execute(self, query: GetSkillFileQuery) -> SkillFileRead:
         org_id = query.caller.org_id
         path = check_skill_path(query.path)
         skill = await active_skill(self._skills, org_id, query.skill_id)
         if is_skill_md(path):
-            return SkillFileContent(file=skill.skill_md_file, data=skill.skill_md.encode())
+            return SkillFileRead(file=skill.skill_md_file, data=skill.skill_md.encode())
         record = await self._skills.get_file(org_id, skill.id, path)
         if record is None or record.storage_key is None:
             raise NotFound(SKILL_FILE_NOT_FOUND)
         data = await self._storage.get(record.storage_key)
-        return SkillFileContent(file=record, data=data)
+        return SkillFileRead(file=record, data=data)

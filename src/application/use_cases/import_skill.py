@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from dataclasses import dataclass, replace
 
@@ -73,13 +72,12 @@ class ImportSkill:
                 await self._storage.put(key, bundled.content, content_type=bundled.content_type)
                 written.append(key)
                 files.append(
-                    SkillFile(
-                        path=bundled.path,
-                        size=len(bundled.content),
+                    SkillFile.stored(
+                        bundled.path,
+                        bundled.content,
                         content_type=bundled.content_type,
-                        sha256=hashlib.sha256(bundled.content).hexdigest(),
-                        updated_at=self._clock.now(),
                         storage_key=key,
+                        at=self._clock.now(),
                     )
                 )
             await self._skills.add_files(caller.org_id, skill.id, files)

@@ -2,7 +2,6 @@ from __future__ import annotations
 
 import base64
 import binascii
-import hashlib
 from dataclasses import dataclass
 
 from application.ports.clock import Clock
@@ -100,11 +99,14 @@ class PutSkillFile:
             raise PayloadTooLarge(f"A skill file may be at most {limits.max_file_bytes} bytes")
         skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
         files = {f.path: f for f in await self._skills.list_files(org_id, skill.id)}
-        sha256 = hashlib.sha256(data).hexdigest()
+        key = skill_file_key(org_id, skill.id, path)
+        new = SkillFile.stored(
+            path, data, content_type=content_type, storage_key=key, at=self._clock.now()
+        )
         current = files.pop(path, None)
         if current is not None and (current.sha256, current.content_type) == (
-            sha256,
-            content_type,
+            new.sha256,
+            new.content_type,
         ):
             return current
         if len(files) + 2 > limits.max_files:
@@ -112,19 +114,7 @@ class PutSkillFile:
         total = len(skill.skill_md.encode()) + sum(f.size for f in files.values()) + len(data)
         if total > limits.max_total_bytes:
             raise PayloadTooLarge(f"A skill may hold at most {limits.max_total_bytes} bytes")
-        key = skill_file_key(org_id, skill.id, path)
         await self._storage.put(key, data, content_type=content_type)
-        record = await self._skills.put_file(
-            org_id,
-            skill.id,
-            SkillFile(
-                path=path,
-                size=len(data),
-                content_type=content_type,
-                sha256=sha256,
-                updated_at=self._clock.now(),
-                storage_key=key,
-            ),
-        )
+        record = await self._skills.put_file(org_id, skill.id, new)
         await self._uow.commit()
         return record

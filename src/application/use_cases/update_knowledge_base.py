@@ -109,10 +109,13 @@ class UpdateKnowledgeBase:
                 changes["embedding_model"], changes["embedding_dimensions"] = new_model
                 changes["pending_embedding_model"] = None
                 changes["pending_embedding_dimensions"] = None
-        elif new_model is not None and kb.pending_embedding_model is not None:
-            # Switching back to the model in use cancels a pending re-embedding.
+                changes["reindex_error"] = None
+        elif new_model is not None and (kb.pending_embedding_model or kb.reindex_error):
+            # Naming the model in use cancels a pending re-embedding and forgets a failed one:
+            # every passage is still embedded with it.
             changes["pending_embedding_model"] = None
             changes["pending_embedding_dimensions"] = None
+            changes["reindex_error"] = None
         if changes:
             await self._knowledge_bases.update(org_id, kb_id, changes)
         summary = await self._knowledge_bases.get_summary(org_id, kb_id)

@@ -32,6 +32,8 @@ STATUS_OF: dict[type[DomainError], int] = {
     Conflict: 409,
     PayloadTooLarge: 413,
 }
+CLIENT_GONE = "client disconnected prematurely"  # Litestar's words, reading a request body
+CLIENT_CLOSED_REQUEST = 499
 REASONS = {
     400: "Bad Request",
     401: "Unauthorized",
@@ -84,6 +86,11 @@ def _wire(name: str) -> str:
 
 def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[dict[str, Any]]:
     status = error.status_code
+    if status >= 500 and error.detail == CLIENT_GONE:
+        # Nobody is there to read an answer: recorded as 499 (client closed the request, as
+        # nginx logs it), so that a client hanging up mid-body never counts as a server error.
+        log.info("http.client_disconnected")
+        return error_response(CLIENT_CLOSED_REQUEST, "Client closed the request")
     if status >= 500:
         log.error("http.server_error", status=status, detail=error.detail)
         return error_response(status, "Internal Server Error")

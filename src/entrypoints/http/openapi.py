@@ -232,13 +232,16 @@ def _complete_skill_operations(paths: dict[str, Any]) -> None:
     archive = paths.get("/skills/import")
     if archive is not None and archive.post is not None:
         archive.post.request_body = RequestBody(
-            content=_binary("application/zip", min_length=1),
-            description="The skill's folder as a zip archive",
+            # `application/zip` is taken as well; the generators in use know only this one.
+            content=_binary("application/octet-stream", min_length=1),
+            description="The skill's folder as a zip archive, sent as `application/zip` or "
+            "`application/octet-stream`",
             required=True,
         )
     files = paths.get("/skills/files")
     if files is not None and files.get is not None and files.get.responses is not None:
         files.get.responses["200"] = OpenAPIResponse(
-            description="The file's bytes, with the content type recorded for it",
-            content=_binary("*/*"),
+            description="The file's bytes, sent with the content type recorded for the file "
+            "(`contentType` in the skill's `files`)",
+            content=_binary("application/octet-stream"),
         )

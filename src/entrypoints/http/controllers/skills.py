@@ -39,7 +39,7 @@ from entrypoints.http.skill_schemas import (
     UpdateSkillBody,
 )
 
-ZIP_TYPES = ("application/zip", "application/x-zip-compressed")
+ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/octet-stream")
 PATH = QueryParameter(
     name="path",
     min_length=1,
@@ -223,7 +223,10 @@ class SkillController(Controller):
     ) -> SkillResponse:
         media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
         if media not in ZIP_TYPES:
-            raise HTTPException(status_code=415, detail="Send the archive as application/zip")
+            raise HTTPException(
+                status_code=415,
+                detail="Send the archive as application/zip or application/octet-stream",
+            )
         archive = await _read_body(request, limits.max_total_bytes)
         view = await use_case.execute(ImportSkillCommand(caller=caller, archive=archive))
         return SkillResponse(success=True, skill=SkillDetailOut.of_view(view))
