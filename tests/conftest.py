@@ -23,7 +23,8 @@ from entrypoints.database import Database
 TABLES = (
     "knowledge_base_files, knowledge_bases, memberships, organizations, "
     "pgqueuer, pgqueuer_log, pgqueuer_statistics, agents, agent_tags, "
-    "conversations, usage_events, skills"
+    "conversations, usage_events, skills, invitations, membership_removals, audit_log, "
+    "webhook_receipts"
 )
 
 

@@ -32,6 +32,8 @@ class Identity:
     email: str | None = None
     first_name: str | None = None
     last_name: str | None = None
+    issued_at: float | None = None
+    """When the token was issued (its `iat`); None for identities the service makes itself."""
 
     def as_caller(self) -> Caller:
         """The member this identity acts as; a token without an organization gets 403."""

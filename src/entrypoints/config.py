@@ -74,6 +74,10 @@ class Settings:
     worker_heartbeat_timeout: int = 30
     openai_base_url: str = "https://api.openai.com/v1"
     openai_api_key: str | None = None
+    identity_directory: str = "local"
+    clerk_secret_key: str | None = None
+    clerk_api_url: str = "https://api.clerk.com"
+    identity_webhook_secret: str | None = None
     extract_max_pages: int = 1000
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
@@ -205,6 +209,11 @@ class Settings:
             openai_base_url=url("AP_OPENAI_BASE_URL", schemes=("http", "https"))
             or "https://api.openai.com/v1",
             openai_api_key=text("AP_OPENAI_API_KEY"),
+            identity_directory=choice("AP_IDENTITY_DIRECTORY", "local", ("local", "clerk")),
+            clerk_secret_key=text("AP_CLERK_SECRET_KEY"),
+            clerk_api_url=url("AP_CLERK_API_URL", schemes=("http", "https"))
+            or "https://api.clerk.com",
+            identity_webhook_secret=text("AP_IDENTITY_WEBHOOK_SECRET"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
             embedding_part_size=integer(
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
@@ -223,6 +232,8 @@ class Settings:
             local_model_memory_mb=integer("AP_LOCAL_MODEL_MEMORY_MB", 4096, 0, 2**20),
             worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
         )
+        if settings.identity_directory == "clerk" and not settings.clerk_secret_key:
+            problems.append("AP_CLERK_SECRET_KEY is required when AP_IDENTITY_DIRECTORY=clerk")
         if problems:
             raise ConfigError(problems)
         return settings

@@ -10,6 +10,7 @@ from application.ports.job_queue import Job
 from application.ports.object_storage import SignedUpload, StoredObject
 from domain.errors import NotFound
 from domain.identity import Identity
+from domain.members import Invitation
 
 if TYPE_CHECKING:
     from application.ports.clock import Clock
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
     from application.ports.member_directory import MemberDirectory
     from application.ports.object_storage import ObjectStorage
     from application.ports.unit_of_work import UnitOfWork
+    from tests.fakes.members import FakeIdentityDirectory
 
 State = TypeVar("State")
 
@@ -145,8 +147,13 @@ class FakeStorage:
 
 
 class FakeMemberDirectory:
-    def __init__(self) -> None:
+    """Records the identities seen; given a `FakeIdentityDirectory`, also keeps its members and
+    accepts its invitations as the local directory does."""
+
+    def __init__(self, directory: FakeIdentityDirectory | None = None) -> None:
         self.seen: list[tuple[Identity, datetime]] = []
+        self.forgotten: list[tuple[str, str]] = []
+        self.directory = directory
 
     def snapshot(self) -> list[tuple[Identity, datetime]]:
         return list(self.seen)
@@ -156,6 +163,19 @@ class FakeMemberDirectory:
 
     async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
         self.seen.append((identity, seen_at))
+        if self.directory is not None:
+            self.directory.see(identity, seen_at)
+
+    async def accept_invitation(self, identity: Identity, at: datetime) -> Invitation | None:
+        if self.directory is None:
+            return None
+        return self.directory.accept(identity, at)
+
+    async def forget(self, org_id: str, user_id: str) -> bool:
+        self.forgotten.append((org_id, user_id))
+        if self.directory is None:
+            return True
+        return await self.directory.remove_member(org_id, user_id)
 
 
 if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for

@@ -40,9 +40,11 @@ DATA_DEPENDENT = (
 )
 
 
-# A rule across fields of one operation the document does not state: a search names
-# `kbId` or `kbIds`.
-ACROSS_FIELDS = {("POST", "/kb/search"): "Valid knowledge base ID is required"}
+# Rules across fields of one operation that the document does not state.
+ACROSS_FIELDS = {
+    ("POST", "/kb/search"): "Valid knowledge base ID is required",
+    ("DELETE", "/admin/users"): "Send 1 to 50 ids in all",  # userIds and invitationIds together
+}
 
 
 def data_dependent(ctx, response, case):

@@ -306,6 +306,10 @@ async def test_soft_delete(client, alice, bob, settings, owner_engine):
     # The agent keeps working and no longer lists the skill.
     kept = await client.get(f"/agents?agentId={agent.json()['agent']['id']}", headers=alice.headers)
     assert kept.status_code == 200 and kept.json()["agent"]["skillIds"] == []
+    log = (await client.get("/admin/audit-log", headers=alice.headers)).json()["entries"]
+    assert [(e["action"], e["targetId"], e["details"]["name"]) for e in log] == [
+        ("skill.deleted", str(sid), "pdf-tools")
+    ]
 
 
 async def test_an_agent_names_only_skills_of_its_organization(client, alice, bob):

@@ -24,6 +24,7 @@ from domain.identity import Caller
 from domain.skills import SkillLimits
 from tests.fakes import FakeUnitOfWork
 from tests.fakes.basics import FakeClock, FakeStorage
+from tests.fakes.members import FakeAuditLog
 from tests.fakes.skills import FakeSkillRepository
 
 ALICE = Caller(user_id="user_alice", org_id="org_a")
@@ -173,7 +174,7 @@ async def test_soft_deleted_and_foreign_skills_are_not_found(w):
     sid = await w.create()
     theirs = await w.create(caller=BOB)
     await w.add_file(sid, "a.txt", b"x")
-    delete = SoftDeleteSkill(w.skills, w.uow)
+    delete = SoftDeleteSkill(w.skills, FakeAuditLog(), w.uow)
     with pytest.raises(NotFound, match="Skill not found"):
         await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id=theirs))
     await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id=sid))

@@ -79,4 +79,5 @@ def identity_from_claims(claims: Mapping[str, Any]) -> Identity:
         email=_text(claims.get("email")),
         first_name=_text(claims.get("first_name")),
         last_name=_text(claims.get("last_name")),
+        issued_at=float(claims["iat"]) if "iat" in claims else None,
     )

@@ -19,6 +19,7 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 import asyncpg
@@ -39,6 +40,10 @@ SCOPE = (
 # As SCOPE, for writes that may trade durability for latency: a commit returns before its
 # WAL is flushed (a database crash, not an application one, can lose the last moments).
 SCOPE_ASYNC_COMMIT = SCOPE + ", set_config('synchronous_commit', 'off', false)"
+# As SCOPE, for a member's request: the same round trip also reads when the member was last
+# removed from the organization (a function of the tables' owner, migration 0008), so that
+# refusing a removed member's older tokens costs no extra query.
+SCOPE_MEMBER = SCOPE + ", ap_member_removed_at($1, $2)"
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -123,9 +128,11 @@ class FairGate:
 class OrgConnection:
     """One pooled connection scoped to an organization; the `UnitOfWork` of a request."""
 
-    def __init__(self, connection: asyncpg.Connection) -> None:
+    def __init__(self, connection: asyncpg.Connection, removed_at: datetime | None = None) -> None:
         self._connection = connection
         self._transaction: Any = None
+        self.removed_at = removed_at
+        """When the scope's member was last removed from the organization (see `member`)."""
 
     @property
     def raw(self) -> asyncpg.Connection:
@@ -173,6 +180,7 @@ async def org_connection(
     gate: FairGate | None = None,
     *,
     synchronous_commit: bool = True,
+    member: str | None = None,
 ) -> AsyncIterator[OrgConnection]:
     """A connection that sees only `org_id`'s rows (none when it is None) until released;
     whatever was not committed is rolled back. `synchronous_commit=False` lets its commits
@@ -181,6 +189,8 @@ async def org_connection(
     After a normal exit the connection goes back to the pool in the background: asyncpg's
     reset is a round trip that the caller (a request about to answer, a stream about to end)
     need not wait for. The gate's place is given back only once the connection is in the pool.
+    With `member` (a user id), the connection also knows when that member was last removed
+    from the organization (`OrgConnection.removed_at`).
     """
     admission = gate or _NO_GATE
     await admission.__aenter__()
@@ -190,8 +200,14 @@ async def org_connection(
         await admission.__aexit__(None, None, None)
         raise
     try:
-        await connection.execute(SCOPE if synchronous_commit else SCOPE_ASYNC_COMMIT, org_id or "")
-        scoped = OrgConnection(connection)
+        if member is not None and org_id:
+            row = await connection.fetchrow(SCOPE_MEMBER, org_id, member)
+            scoped = OrgConnection(connection, row[2] if row is not None else None)
+        else:
+            await connection.execute(
+                SCOPE if synchronous_commit else SCOPE_ASYNC_COMMIT, org_id or ""
+            )
+            scoped = OrgConnection(connection)
         try:
             yield scoped
         finally:

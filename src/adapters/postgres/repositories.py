@@ -13,10 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from adapters.postgres.database import OrgConnection
+from adapters.postgres.members import invitation
 from domain.errors import Conflict
 from domain.files import TERMINAL_STATUSES, KnowledgeBaseFile, NewFile, ProcessingStatus
 from domain.identity import MEMBER_ROLE, Identity
 from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseSummary, NewKnowledgeBase
+from domain.members import Invitation
 
 KB_ORDER = (
     "id", "org_id", "user_id", "name", "description", "embedding_model", "embedding_dimensions",
@@ -98,6 +100,7 @@ RESTART = """
 UPSERT_ORGANIZATION = """
     INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $2, $2)
     ON CONFLICT (org_id) DO NOTHING"""
+FORGET_MEMBERSHIP = "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2 RETURNING user_id"
 UPSERT_MEMBERSHIP = """
     INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
         last_sign_in_at, created_at, updated_at)
@@ -109,6 +112,25 @@ UPSERT_MEMBERSHIP = """
         role = excluded.role,
         last_sign_in_at = excluded.last_sign_in_at,
         updated_at = excluded.updated_at"""
+# The invitation becomes accepted and the member takes its role, whether `record_seen` made
+# the membership already or does so after; the organization is made too if it is new, as the
+# membership refers to it.
+ACCEPT_INVITATION = """
+    WITH accepted AS (
+        UPDATE invitations SET status = 'accepted', accepted_at = $3, accepted_user_id = $2
+        WHERE org_id = $1 AND lower(email) = lower($4) AND status = 'pending' AND expires_at > $3
+        RETURNING id, email, role, status, inviter_user_id, created_at, expires_at
+    ), organization AS (
+        INSERT INTO organizations (org_id, created_at, updated_at)
+        SELECT $1, $3, $3 FROM accepted ON CONFLICT (org_id) DO NOTHING
+    ), member AS (
+        INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+            last_sign_in_at, created_at, updated_at)
+        SELECT $1, $2, $4, $5, $6, a.role, $3, $3, $3 FROM accepted a
+        ON CONFLICT (org_id, user_id) DO UPDATE SET
+            role = excluded.role, updated_at = excluded.updated_at
+    )
+    SELECT * FROM accepted"""
 _STATUS = {status.value: status for status in ProcessingStatus}
 
 
@@ -241,7 +263,8 @@ class PgFileRepository:
 
 
 class PgMemberDirectory:
-    """`MemberDirectory` in Postgres: upserts of the organization and the membership."""
+    """`MemberDirectory` in Postgres: upserts of the organization and the membership, and the
+    acceptance of a pending invitation of the local directory."""
 
     def __init__(self, db: OrgConnection) -> None:
         self._db = db
@@ -253,3 +276,15 @@ class PgMemberDirectory:
             UPSERT_MEMBERSHIP, identity.org_id, identity.user_id, identity.email,
             identity.first_name, identity.last_name, identity.role or MEMBER_ROLE, seen_at,
         )  # fmt: skip
+
+    async def forget(self, org_id: str, user_id: str) -> bool:
+        return bool(await self._db.fetch_in_transaction(FORGET_MEMBERSHIP, org_id, user_id))
+
+    async def accept_invitation(self, identity: Identity, at: datetime) -> Invitation | None:
+        if not identity.org_id or not identity.email:
+            return None
+        rows = await self._db.fetch_in_transaction(
+            ACCEPT_INVITATION, identity.org_id, identity.user_id, at, identity.email,
+            identity.first_name, identity.last_name,
+        )  # fmt: skip
+        return invitation(rows[0]) if rows else None

@@ -11,7 +11,9 @@ class RecordMemberSeen:
     claims of a verified token (e-mail, names, role, last sign-in).
 
     Rules: runs only for tokens that carry an organization; never touches the member's
-    organization-scoped metadata; idempotent, so concurrent first requests are safe.
+    organization-scoped metadata; idempotent, so concurrent first requests are safe. A token
+    whose e-mail matches a pending, unexpired invitation of the organization accepts it
+    (case-insensitively) and the member takes the invitation's role.
     """
 
     def __init__(self, directory: MemberDirectory, uow: UnitOfWork, clock: Clock) -> None:
@@ -22,5 +24,8 @@ class RecordMemberSeen:
     async def execute(self, identity: Identity) -> None:
         if not identity.org_id:
             return
-        await self._directory.record_seen(identity, self._clock.now())
+        now = self._clock.now()
+        await self._directory.record_seen(identity, now)
+        if identity.email:
+            await self._directory.accept_invitation(identity, now)
         await self._uow.commit()

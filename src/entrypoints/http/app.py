@@ -21,6 +21,7 @@ from adapters.postgres.cancel_listener import PgCancelListener
 from application.ports.token_verifier import TokenVerifier
 from entrypoints.config import Settings
 from entrypoints.database import Database
+from entrypoints.http.controllers.admin import AdminController
 from entrypoints.http.controllers.agents import AgentController
 from entrypoints.http.controllers.chat import ChatController
 from entrypoints.http.controllers.conversations import ConversationController
@@ -31,6 +32,7 @@ from entrypoints.http.controllers.search import search_knowledge_bases
 from entrypoints.http.controllers.skills import skill_router
 from entrypoints.http.controllers.system import health, jwks
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
+from entrypoints.http.controllers.webhooks import identity_webhook
 from entrypoints.http.errors import EXCEPTION_HANDLERS
 from entrypoints.http.middleware import (
     PUBLIC_PATHS,
@@ -67,6 +69,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         ChatController,
         FileController,
         AgentController,
+        AdminController,
         ConversationController,
         skill_router(settings.skill_limits),
         search_knowledge_bases,
@@ -74,6 +77,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         download_file,
         health,
         jwks,
+        identity_webhook,
     ]
     if settings.storage == "local":
         handlers += [receive_upload, serve_download]

@@ -23,7 +23,13 @@ from domain.identity import Identity
 
 REQUEST_ID_HEADER = b"x-request-id"
 _CLIENT_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
-PUBLIC_PATHS = (r"^/schema", r"^/\.well-known/", r"^/storage/", r"^/health$")
+PUBLIC_PATHS = (
+    r"^/schema",
+    r"^/\.well-known/",
+    r"^/storage/",
+    r"^/health$",
+    r"^/webhooks/identity$",  # signed by the identity provider instead
+)
 # Names and values of a request's headers together; `serve` refuses a larger head before it
 # reaches the app (entrypoints.http_server), this holds under any other server.
 MAX_HEADER_BYTES = 64 * 1024

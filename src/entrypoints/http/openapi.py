@@ -29,6 +29,7 @@ _DESCRIPTIONS = {
     401: "Missing or invalid bearer token",
     403: "The token's user lacks the role or belongs to no organization",
     404: "Not found in the caller's organization",
+    405: "Only the documented method is allowed (see `Allow`)",
     409: "Conflicts with the current state",
     413: "Too large",
     415: "The body was not sent as `application/json`",
@@ -98,7 +99,11 @@ _SIGNED_QUERY = (
 )
 
 
-PUBLIC_OPERATIONS = (("/health", "get"), ("/.well-known/jwks.json", "get"))
+PUBLIC_OPERATIONS = (
+    ("/health", "get"),
+    ("/.well-known/jwks.json", "get"),
+    ("/webhooks/identity", "post"),
+)
 
 
 def complete_document(plugin: OpenAPIPlugin) -> None:

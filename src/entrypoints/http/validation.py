@@ -34,6 +34,7 @@ from entrypoints.http import agent_schemas as agents
 from entrypoints.http import conversation_schemas as conversations
 from entrypoints.http import schemas
 from entrypoints.http.controllers.chat import ChatBody
+from entrypoints.http.member_schemas import MEMBER_BODY_RULES
 from entrypoints.http.rules import (
     ABSENT,
     INVALID_BODY,
@@ -160,6 +161,7 @@ BODY_RULES: Mapping[type[msgspec.Struct], tuple[Rule, ...]] = {
         Rule("name", "name is required", frozenset({"missing"}), "required"),
     ),
     **SKILL_BODY_RULES,
+    **MEMBER_BODY_RULES,
 }
 
 
@@ -182,6 +184,9 @@ ROUTE_PARAM_RULES: Mapping[tuple[str, str], ParamRule] = {
         PART_INVALID, lambda raw: raw in ("original", "content", "image"), "unknown part"
     ),
     ("download_file", "page"): ParamRule(PAGE_INVALID, limit(100_000), "out of range"),
+    ("audit_log", "limit"): ParamRule(
+        "limit must be an integer from 1 to 100", limit(100), "out of range"
+    ),
 }
 
 

@@ -15,6 +15,7 @@ from entrypoints.wiring.conversations import ConversationProvider
 from entrypoints.wiring.identity import IdentityProvider, RecentlySeen, dev_identity_provider
 from entrypoints.wiring.infrastructure import InfrastructureProvider, local_disk_storage
 from entrypoints.wiring.knowledge import KnowledgeProvider
+from entrypoints.wiring.members import MemberProvider
 from entrypoints.wiring.models import ModelProvider
 from entrypoints.wiring.skills import SkillProvider
 
@@ -35,6 +36,7 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
         ModelProvider(),
         AgentProvider(),
         SkillProvider(),
+        MemberProvider(),
         ConversationProvider(),
         ChatProvider(),
         *providers,

@@ -11,11 +11,14 @@ from dishka import AsyncContainer, Provider, Scope, from_context, provide
 
 from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
+from adapters.postgres.database import OrgConnection
 from adapters.postgres.repositories import PgMemberDirectory
 from application.ports.member_directory import MemberDirectory
 from application.ports.token_verifier import TokenVerifier
 from application.use_cases.record_member_seen import RecordMemberSeen
-from domain.identity import Caller, Identity
+from domain.errors import Forbidden
+from domain.identity import NO_ORGANIZATION, Caller, Identity
+from domain.members import removed_since
 from entrypoints.config import Settings
 
 MEMBER_RECORD_TTL = 300.0
@@ -87,9 +90,16 @@ class IdentityProvider(Provider):
 
     @provide(scope=Scope.REQUEST)
     async def caller(
-        self, identity: Identity, seen: RecentlySeen, container: AsyncContainer
+        self,
+        identity: Identity,
+        seen: RecentlySeen,
+        container: AsyncContainer,
+        connection: OrgConnection,
     ) -> Caller:
         caller = identity.as_caller()
+        if removed_since(identity.issued_at, connection.removed_at):
+            # Removed from the organization after this token was issued: access ends at once.
+            raise Forbidden(NO_ORGANIZATION)
 
         async def record() -> None:
             # Resolved only when needed: most requests come from a member seen moments ago.

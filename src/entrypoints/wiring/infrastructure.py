@@ -68,7 +68,9 @@ class InfrastructureProvider(Provider):
     async def connection(
         self, pool: asyncpg.Pool, gate: FairGate, identity: Identity
     ) -> AsyncIterator[OrgConnection]:
-        async with org_connection(pool, identity.org_id, gate) as connection:
+        # A member's own token: the connection also learns when they were last removed.
+        member = identity.user_id if identity.issued_at is not None else None
+        async with org_connection(pool, identity.org_id, gate, member=member) as connection:
             yield connection
 
     unit_of_work = alias(source=OrgConnection, provides=UnitOfWork)

@@ -31,17 +31,26 @@ from .knowledge import (
     KnowledgeBaseModel,
     StagedChunkModel,
 )
+from .members import (
+    INVITATION_STATUSES,
+    AuditLogModel,
+    InvitationModel,
+    MembershipRemovalModel,
+    WebhookReceiptModel,
+)
 from .queue import JobRunModel
 from .skills import SkillFileModel, SkillModel
 from .tenancy import MembershipModel, OrganizationModel
 
 __all__ = [
+    "INVITATION_STATUSES",
     "NAMING_CONVENTION",
     "PROCESSING_STATUSES",
     "AgentKnowledgeBaseModel",
     "AgentModel",
     "AgentTagLinkModel",
     "AgentTagModel",
+    "AuditLogModel",
     "Base",
     "ChatMessageModel",
     "ChatRunChunkModel",
@@ -49,14 +58,17 @@ __all__ = [
     "ChunkModel",
     "ConversationModel",
     "EmbeddingPartModel",
+    "InvitationModel",
     "JobRunModel",
     "KnowledgeBaseFileModel",
     "KnowledgeBaseModel",
     "MembershipModel",
+    "MembershipRemovalModel",
     "OrganizationModel",
     "SkillFileModel",
     "SkillModel",
     "StagedChunkModel",
     "UsageEventModel",
+    "WebhookReceiptModel",
     "metadata",
 ]

@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.audit_log import AuditLog
+from application.ports.identity_directory import IdentityDirectory
+from application.ports.unit_of_work import UnitOfWork
+from domain.audit import METADATA_REPLACED, NewAuditEntry
+from domain.errors import Forbidden
+from domain.identity import Caller
+from domain.members import NOT_A_MEMBER, Member, check_metadata, check_user_id, require_admin
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ReplaceUserMetadataCommand:
+    caller: Caller
+    user_id: object
+    metadata: object
+
+
+class ReplaceUserMetadata:
+    """Replace a member's organization-scoped metadata (spec 4.12 and 2.4).
+
+    Rules: only admins (403). `userId` is a user identifier and `metadata` a JSON object of at
+    most 64 KiB of any JSON values (400 otherwise). The metadata belongs to this membership
+    only and is replaced whole, never merged. A user who is not a member of the caller's
+    organization is 403 "User is not a member of this organization". The change is written
+    to the audit log, before and after, in the same transaction.
+    """
+
+    def __init__(self, directory: IdentityDirectory, audit: AuditLog, uow: UnitOfWork) -> None:
+        self._directory = directory
+        self._audit = audit
+        self._uow = uow
+
+    async def execute(self, command: ReplaceUserMetadataCommand) -> Member:
+        caller = command.caller
+        require_admin(caller)
+        user_id = check_user_id(command.user_id)
+        metadata = check_metadata(command.metadata)
+        before = await self._directory.get_member(caller.org_id, user_id)
+        if before is None:
+            raise Forbidden(NOT_A_MEMBER)
+        member = await self._directory.replace_metadata(caller.org_id, user_id, metadata)
+        if member is None:
+            raise Forbidden(NOT_A_MEMBER)
+        await self._audit.record(
+            NewAuditEntry(
+                org_id=caller.org_id,
+                actor_user_id=caller.user_id,
+                action=METADATA_REPLACED,
+                target_type="user",
+                target_id=user_id,
+                details={"before": before.public_metadata, "after": member.public_metadata},
+            )
+        )
+        await self._uow.commit()
+        return member

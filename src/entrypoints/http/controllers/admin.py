@@ -1,0 +1,199 @@
+"""`/admin/*`: an organization's members, their metadata, removals, invitations and the audit
+log. Every route needs `org:admin`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, Response, delete, get, post
+from litestar.openapi.datastructures import ResponseSpec
+from litestar.params import JSONBody, QueryParameter
+
+from application.use_cases.create_invitation import CreateInvitation, CreateInvitationCommand
+from application.use_cases.list_audit_log import ListAuditLog, ListAuditLogQuery
+from application.use_cases.list_invitations import ListInvitations, ListInvitationsQuery
+from application.use_cases.list_members import ListMembers, ListMembersQuery
+from application.use_cases.remove_members import RemoveMembers, RemoveMembersCommand
+from application.use_cases.replace_user_metadata import (
+    ReplaceUserMetadata,
+    ReplaceUserMetadataCommand,
+)
+from domain.identity import Caller
+from entrypoints.http.member_schemas import (
+    AuditEntryOut,
+    AuditLogResponse,
+    BulkRemoveBody,
+    BulkRemoveResponse,
+    CreateInvitationBody,
+    DeleteUsersBody,
+    DeleteUsersResponse,
+    InvitationListResponse,
+    InvitationOut,
+    InvitationResponse,
+    MemberOut,
+    RemovalGroup,
+    UpdatedUser,
+    UpdateMetadataBody,
+    UpdateMetadataResponse,
+)
+from entrypoints.http.openapi import body_errors, errors
+
+DEPRECATED = {"Deprecation": "true", "Link": '</admin/users>; rel="successor-version"'}
+LIMIT = QueryParameter(name="limit", ge=1, le=100, description="Entries per page (50)")
+CURSOR = QueryParameter(name="cursor", max_length=40, description="`nextCursor` of a page")
+
+
+class AdminController(Controller):
+    path = "/admin"
+    tags = ["Users"]
+
+    @get(
+        "/getUsersInOrg",
+        responses=errors(403),
+        summary="Every member of the organization, with their metadata",
+    )
+    @inject
+    async def members(
+        self, caller: FromDishka[Caller], use_case: FromDishka[ListMembers]
+    ) -> list[MemberOut]:
+        return [MemberOut.of(m) for m in await use_case.execute(ListMembersQuery(caller=caller))]
+
+    @post(
+        "/updateUserMetadata",
+        status_code=200,
+        responses=body_errors(403, 405),
+        summary="Replace a member's organization-scoped metadata (spec 4.12)",
+    )
+    @inject
+    async def update_metadata(
+        self,
+        data: JSONBody[UpdateMetadataBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ReplaceUserMetadata],
+    ) -> UpdateMetadataResponse:
+        member = await use_case.execute(
+            ReplaceUserMetadataCommand(caller=caller, user_id=data.user_id, metadata=data.metadata)
+        )
+        return UpdateMetadataResponse(
+            success=True,
+            user=UpdatedUser(
+                id=member.id,
+                email=member.email,
+                first_name=member.first_name,
+                last_name=member.last_name,
+                public_metadata=member.public_metadata,
+            ),
+        )
+
+    @post(
+        "/bulkRemove",
+        status_code=200,
+        responses={
+            **body_errors(403, 405),
+            207: ResponseSpec(
+                data_container=BulkRemoveResponse,
+                description="Some users were not removed: `errors` says why for each",
+                generate_examples=False,
+            ),
+        },
+        summary="Remove members (deprecated: DELETE /admin/users)",
+        description="200 when every user was removed, 207 otherwise (`errors` lists why).",
+        deprecated=True,
+    )
+    @inject
+    async def bulk_remove(
+        self,
+        data: JSONBody[BulkRemoveBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[RemoveMembers],
+    ) -> Response[BulkRemoveResponse]:
+        removals = await use_case.execute(
+            RemoveMembersCommand(caller=caller, user_ids=data.user_ids)
+        )
+        body = BulkRemoveResponse.of(removals.users)
+        return Response(body, status_code=200 if body.success else 207, headers=DEPRECATED)
+
+    @delete(
+        "/users",
+        status_code=200,
+        responses={
+            **body_errors(403),
+            207: ResponseSpec(
+                data_container=DeleteUsersResponse,
+                description="Some entries failed: each group's `errors` says why",
+                generate_examples=False,
+            ),
+        },
+        summary="Remove members and revoke invitations",
+        description="1 to 50 ids in all; 200 when every entry succeeded, 207 otherwise.",
+    )
+    @inject
+    async def remove_users(
+        self,
+        data: JSONBody[DeleteUsersBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[RemoveMembers],
+    ) -> Response[DeleteUsersResponse]:
+        removals = await use_case.execute(
+            RemoveMembersCommand(
+                caller=caller, user_ids=data.user_ids, invitation_ids=data.invitation_ids
+            )
+        )
+        users, invitations = RemovalGroup.of(removals.users), RemovalGroup.of(removals.invitations)
+        success = not users.failed and not invitations.failed
+        return Response(
+            DeleteUsersResponse(success=success, users=users, invitations=invitations),
+            status_code=200 if success else 207,
+        )
+
+    @post(
+        "/invitations", status_code=201, responses=body_errors(403, 409), summary="Invite someone"
+    )
+    @inject
+    async def invite(
+        self,
+        data: JSONBody[CreateInvitationBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[CreateInvitation],
+    ) -> InvitationResponse:
+        invitation = await use_case.execute(
+            CreateInvitationCommand(
+                caller=caller,
+                email=data.email,
+                role=data.role,
+                expires_in_days=data.expires_in_days,
+            )
+        )
+        return InvitationResponse(success=True, invitation=InvitationOut.of(invitation))
+
+    @get("/invitations", responses=errors(403), summary="The organization's invitations")
+    @inject
+    async def invitations(
+        self, caller: FromDishka[Caller], use_case: FromDishka[ListInvitations]
+    ) -> InvitationListResponse:
+        found = await use_case.execute(ListInvitationsQuery(caller=caller))
+        return InvitationListResponse(
+            success=True, invitations=[InvitationOut.of(i) for i in found]
+        )
+
+    @get(
+        "/audit-log",
+        responses=errors(400, 403),
+        summary="Every administrative change, newest first",
+    )
+    @inject
+    async def audit_log(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ListAuditLog],
+        limit: Annotated[int | None, LIMIT] = None,
+        cursor: Annotated[str | None, CURSOR] = None,
+    ) -> AuditLogResponse:
+        page = await use_case.execute(ListAuditLogQuery(caller=caller, limit=limit, cursor=cursor))
+        return AuditLogResponse(
+            success=True,
+            entries=[AuditEntryOut.of(e) for e in page.entries],
+            next_cursor=page.next_cursor,
+        )
