@@ -4,6 +4,7 @@ once, invitations, and the audit log."""
 from __future__ import annotations
 
 import time
+import uuid
 
 import pytest
 
@@ -143,7 +144,8 @@ async def test_bulk_removal_ends_access_at_once(client, admin, member):
         "errors": [{"userId": "user_ghost", "success": False, "error": NOT_A_MEMBER["error"]}],
     }
     # Ann's token, still valid, no longer opens anything of the organization.
-    for path in ("/kb/manage", "/agents", "/skills/manage", "/conversations"):
+    stream = f"/chat/{uuid.uuid4()}/stream"  # following an answer is refused as well
+    for path in ("/kb/manage", "/agents", "/skills/manage", "/conversations", stream):
         refused = await client.get(path, headers=ann.headers)
         assert (refused.status_code, refused.json()) == (403, NO_ORGANIZATION), path
     assert (await client.get("/kb/manage", headers=bob.headers)).status_code == 200
