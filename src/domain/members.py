@@ -149,13 +149,16 @@ def require_admin(caller: Caller) -> None:
         raise Forbidden(ADMIN_ONLY)
 
 
-def removed_since(issued_at: float | None, removed_at: datetime | None) -> bool:
-    """Whether a token issued at `issued_at` (Unix seconds) was issued at or before the
-    member's last removal, so that it no longer grants access. Identities the service makes
-    itself (no `issued_at`) are never refused here."""
-    return (
-        issued_at is not None and removed_at is not None and (issued_at <= removed_at.timestamp())
-    )
+def removed_since(
+    issued_at: float | None, removed_at: datetime | None, leeway: float = 0.0
+) -> bool:
+    """Whether a token issued at `issued_at` (Unix seconds, by the identity provider's clock)
+    was issued at or before the member's last removal (by ours), give or take `leeway`
+    seconds of skew between the two clocks, so that it no longer grants access. Identities the
+    service makes itself (no `issued_at`) are never refused here."""
+    if issued_at is None or removed_at is None:
+        return False
+    return issued_at <= removed_at.timestamp() + leeway
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

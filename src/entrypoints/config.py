@@ -3,6 +3,8 @@ per bad value."""
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 import os
 from collections.abc import Mapping
@@ -73,11 +75,11 @@ class Settings:
     worker_concurrency: int = 2
     worker_heartbeat_timeout: int = 30
     openai_base_url: str = "https://api.openai.com/v1"
-    openai_api_key: str | None = None
+    openai_api_key: str | None = field(default=None, repr=False)
     identity_directory: str = "local"
-    clerk_secret_key: str | None = None
+    clerk_secret_key: str | None = field(default=None, repr=False)
     clerk_api_url: str = "https://api.clerk.com"
-    identity_webhook_secret: str | None = None
+    identity_webhook_secret: str | None = field(default=None, repr=False)
     extract_max_pages: int = 1000
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
@@ -232,11 +234,31 @@ class Settings:
             local_model_memory_mb=integer("AP_LOCAL_MODEL_MEMORY_MB", 4096, 0, 2**20),
             worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
         )
-        if settings.identity_directory == "clerk" and not settings.clerk_secret_key:
-            problems.append("AP_CLERK_SECRET_KEY is required when AP_IDENTITY_DIRECTORY=clerk")
+        problems.extend(_identity_problems(settings))
         if problems:
             raise ConfigError(problems)
         return settings
+
+
+def _identity_problems(settings: Settings) -> list[str]:
+    problems = []
+    secret = settings.identity_webhook_secret
+    if secret and not _strong_webhook_secret(secret):
+        problems.append("AP_IDENTITY_WEBHOOK_SECRET must be a whsec_ secret of at least 24 bytes")
+    if settings.identity_directory == "clerk" and not settings.clerk_secret_key:
+        problems.append("AP_CLERK_SECRET_KEY is required when AP_IDENTITY_DIRECTORY=clerk")
+    return problems
+
+
+def _strong_webhook_secret(secret: str) -> bool:
+    """A Svix signing secret: `whsec_` and base64 of at least 24 bytes (Svix issues 24 or 32)."""
+    if not secret.startswith("whsec_"):
+        return False
+    try:
+        key = base64.b64decode(secret.removeprefix("whsec_") + "==", validate=False)
+    except (binascii.Error, ValueError):
+        return False
+    return len(key) >= 24
 
 
 def _chat_model(name: str, value: str | None, problems: list[str]) -> str:

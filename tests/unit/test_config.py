@@ -71,3 +71,25 @@ def test_migration_url_is_separate_and_needs_the_app_url():
     assert settings.database_migration_url == "postgresql://ap_owner@db/ap"
     with pytest.raises(ConfigError, match="needs AP_DATABASE_URL"):
         Settings.from_env({"AP_DATABASE_MIGRATION_URL": "postgresql://ap_owner@db/ap"})
+
+
+@pytest.mark.parametrize(
+    ("environ", "problem"),
+    [
+        ({"AP_IDENTITY_WEBHOOK_SECRET": "whsec_abc"}, "at least 24 bytes"),
+        ({"AP_IDENTITY_WEBHOOK_SECRET": "short"}, "whsec_ secret"),
+        ({"AP_IDENTITY_DIRECTORY": "clerk"}, "AP_CLERK_SECRET_KEY is required"),
+    ],
+)
+def test_identity_settings_are_checked_at_start(environ, problem):
+    with pytest.raises(ConfigError, match=problem):
+        Settings.from_env(environ)
+
+
+def test_secrets_stay_out_of_the_settings_repr():
+    secret = "whsec_" + "A" * 40
+    settings = Settings.from_env(
+        {"AP_IDENTITY_WEBHOOK_SECRET": secret, "AP_OPENAI_API_KEY": "sk-secret"}
+    )
+    assert settings.identity_webhook_secret == secret
+    assert secret not in repr(settings) and "sk-secret" not in repr(settings)

@@ -217,3 +217,12 @@ async def test_an_import_that_fails_part_way_leaves_no_object_and_commits_nothin
         await w.importer().execute(
             ImportSkillCommand(caller=ALICE, archive=a_zip({"other/SKILL.md": skill_md()}))
         )
+
+
+async def test_a_file_and_a_folder_cannot_share_a_name(w):
+    sid = await w.create()
+    await w.add_file(sid, "docs/a.md", b"x")
+    with pytest.raises(Invalid, match="Invalid file path"):
+        await w.add_file(sid, "docs", b"x")
+    with pytest.raises(Invalid, match="Invalid file path"):
+        await w.add_file(sid, "docs/a.md/b.md", b"x")

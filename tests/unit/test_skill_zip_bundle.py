@@ -129,8 +129,8 @@ def test_a_nested_skill_md_is_an_ordinary_bundled_file():
     assert [f.path for f in bundle.files] == ["docs/SKILL.md"]
 
 
-@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
-def test_other_compression_methods_are_read(compression):
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_stored_and_deflated_entries_are_read(compression):
     bundle = reader.read(make_zip([("SKILL.md", SKILL_MD), ("a.txt", "a" * 1000)], compression))
     assert bundle.files[0].content == b"a" * 1000
 
@@ -306,7 +306,20 @@ def test_corrupt_compressed_data_is_refused():
 def test_an_unsupported_compression_method_is_refused():
     archive = make_zip([("SKILL.md", SKILL_MD), ("data.txt", "x")])
     archive = patch_headers(archive, "data.txt", 8, 10, struct.pack("<H", 99))
-    assert "unsupported compression method" in refusal(archive)
+    assert "compressed with a method other than deflate" in refusal(archive)
+
+
+@pytest.mark.parametrize("method", [zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA])
+def test_methods_that_inflate_a_whole_block_at_once_are_refused_unread(method):
+    """A bzip2 block of zeros declared as 100 bytes would inflate to hundreds of MiB in one
+    read before any limit could count it: such entries are refused before decompressing."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr("SKILL.md", SKILL_MD)
+        archive.writestr("big.txt", b"\0" * (1 << 20), compress_type=method)
+    started = time.monotonic()
+    assert "'big.txt' is compressed with a method other than deflate" in refusal(buffer.getvalue())
+    assert time.monotonic() - started < 0.5
 
 
 def test_a_folder_not_named_as_the_skill_is_refused():

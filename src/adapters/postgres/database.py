@@ -41,8 +41,8 @@ SCOPE = (
 # WAL is flushed (a database crash, not an application one, can lose the last moments).
 SCOPE_ASYNC_COMMIT = SCOPE + ", set_config('synchronous_commit', 'off', false)"
 # As SCOPE, for a member's request: the same round trip also reads when the member was last
-# removed from the organization (a function of the tables' owner, migration 0008), so that
-# refusing a removed member's older tokens costs no extra query.
+# removed from the organization (`ap_member_removed_at`, migration 0008, run with the app
+# role's own rights), so that refusing a removed member's older tokens costs no extra query.
 SCOPE_MEMBER = SCOPE + ", ap_member_removed_at($1, $2)"
 
 

@@ -45,6 +45,12 @@ def _is_macos_junk(name: str) -> bool:
     return segments[0] == _MACOS_FOLDER or segments[-1] == _MACOS_FILE
 
 
+# zipfile bounds what one read decompresses only for deflate: bzip2 and LZMA inflate a whole
+# compressed block at once, whatever the entry declares, so one small entry can ask for
+# gigabytes before any count is checked.
+_BOUNDED_METHODS = frozenset({zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED})
+
+
 class ZipSkillBundleReader:
     """`SkillBundleReader` for zip archives, with limits on entries and decompressed bytes."""
 
@@ -99,6 +105,8 @@ class ZipSkillBundleReader:
                 raise _refuse(f"entry {name!r} is encrypted")
             if name in names:
                 raise _refuse(f"entry {name!r} appears more than once")
+            if info.compress_type not in _BOUNDED_METHODS:
+                raise _refuse(f"entry {name!r} is compressed with a method other than deflate")
             if info.file_size > self._max_entry_bytes:
                 raise self._entry_too_large(name)
             declared += info.file_size

@@ -13,6 +13,7 @@ from domain.errors import Invalid, PayloadTooLarge, field_error
 from domain.files import validate_content_type
 from domain.identity import Caller
 from domain.skills import (
+    INVALID_PATH,
     SKILL_MD_ELSEWHERE,
     SkillFile,
     SkillLimits,
@@ -103,6 +104,11 @@ class PutSkillFile:
         new = SkillFile.stored(
             path, data, content_type=content_type, storage_key=key, at=self._clock.now()
         )
+        if any(p.startswith(f"{path}/") or path.startswith(f"{p}/") for p in files):
+            raise Invalid(
+                INVALID_PATH,
+                [field_error("path", "a file and a folder of the skill would share this name")],
+            )
         current = files.pop(path, None)
         if current is not None and (current.sha256, current.content_type) == (
             new.sha256,

@@ -25,7 +25,8 @@ class ReplaceUserMetadata:
     most 64 KiB of any JSON values (400 otherwise). The metadata belongs to this membership
     only and is replaced whole, never merged. A user who is not a member of the caller's
     organization is 403 "User is not a member of this organization". The change is written
-    to the audit log, before and after, in the same transaction.
+    to the audit log (the keys before and after, not the values, which leave with the
+    membership) in the same transaction.
     """
 
     def __init__(self, directory: IdentityDirectory, audit: AuditLog, uow: UnitOfWork) -> None:
@@ -51,7 +52,11 @@ class ReplaceUserMetadata:
                 action=METADATA_REPLACED,
                 target_type="user",
                 target_id=user_id,
-                details={"before": before.public_metadata, "after": member.public_metadata},
+                # Key names only: the values are the member's, deleted with their membership.
+                details={
+                    "keysBefore": sorted(before.public_metadata),
+                    "keysAfter": sorted(member.public_metadata),
+                },
             )
         )
         await self._uow.commit()

@@ -95,9 +95,10 @@ class IdentityProvider(Provider):
         seen: RecentlySeen,
         container: AsyncContainer,
         connection: OrgConnection,
+        settings: Settings,
     ) -> Caller:
         caller = identity.as_caller()
-        if removed_since(identity.issued_at, connection.removed_at):
+        if removed_since(identity.issued_at, connection.removed_at, settings.auth_leeway):
             # Removed from the organization after this token was issued: access ends at once.
             raise Forbidden(NO_ORGANIZATION)
 
