@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import binascii
 from collections.abc import Mapping
+from datetime import UTC, datetime
 
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from application.ports.webhook_verifier import INVALID_WEBHOOK_SIGNATURE
+from application.ports.webhook_verifier import INVALID_WEBHOOK_SIGNATURE, VerifiedMessage
 from domain.errors import Invalid
 
 _HEADERS = (("svix-id", "webhook-id"), ("svix-timestamp", "webhook-timestamp"))
@@ -22,7 +23,7 @@ class SvixWebhookVerifier:
     def __init__(self, secret: str) -> None:
         self._webhook = Webhook(secret)
 
-    def verify(self, body: bytes, headers: Mapping[str, str]) -> str:
+    def verify(self, body: bytes, headers: Mapping[str, str]) -> VerifiedMessage:
         named = {key.lower(): value for key, value in headers.items()}
         for svix, standard in (*_HEADERS, ("svix-signature", "webhook-signature")):
             named[standard] = named.get(svix, named.get(standard, ""))
@@ -31,4 +32,6 @@ class SvixWebhookVerifier:
         except (WebhookVerificationError, ValueError, binascii.Error, OverflowError):
             # UnicodeDecodeError is a ValueError.
             raise Invalid(INVALID_WEBHOOK_SIGNATURE) from None
-        return named["webhook-id"]
+        # Checked by the library: a number of seconds at most 5 minutes from now.
+        sent_at = datetime.fromtimestamp(float(named["webhook-timestamp"]), UTC)
+        return VerifiedMessage(id=named["webhook-id"], sent_at=sent_at)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 
 from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
@@ -16,14 +17,17 @@ from domain.members import MembershipRemoved
 class ApplyMembershipRemovalCommand:
     message_id: str
     removal: MembershipRemoved | None
+    sent_at: datetime | None = None
 
 
 class ApplyMembershipRemoval:
     """Act on a verified identity-provider webhook message, once.
 
     Rules: a message id seen before is a redelivery and changes nothing (False). A removal
-    deletes the member's local record with its metadata, records when it happened (every
-    token of that user for that organization issued until then is refused from now on) and is
+    deletes the member's local record with its metadata, records when it happened (when the
+    provider sent it, never later than now: a redelivery days later must not refuse tokens of
+    a re-addition made meanwhile; every token of that user for that organization issued until
+    then is refused from now on) and is
     written to the audit log with no acting user; the receipt and all of it commit together,
     so a failure lets the provider's redelivery finish the job.
     """
@@ -50,8 +54,9 @@ class ApplyMembershipRemoval:
             return False
         removal = command.removal
         if removal is not None:
+            removed_at = min(command.sent_at or now, now)
             await self._members.forget(removal.org_id, removal.user_id)
-            await self._removals.record(removal.org_id, removal.user_id, now)
+            await self._removals.record(removal.org_id, removal.user_id, removed_at)
             await self._audit.record(
                 NewAuditEntry(
                     org_id=removal.org_id,

@@ -52,13 +52,15 @@ async def identity_webhook(
     if verifier is None:
         raise NotFoundException()
     body = await request.body()
-    message_id = verifier.verify(body, dict(request.headers))
-    if len(message_id) > MAX_MESSAGE_ID:
+    message = verifier.verify(body, dict(request.headers))
+    if len(message.id) > MAX_MESSAGE_ID:
         raise Invalid(INVALID_WEBHOOK_SIGNATURE)
     removal = read_event(body)
     identity = Identity(user_id=PROVIDER, org_id=removal.org_id if removal else None)
     async with scopes.acting_as(identity) as scope:
         applied = await (await scope.get(ApplyMembershipRemoval)).execute(
-            ApplyMembershipRemovalCommand(message_id=message_id, removal=removal)
+            ApplyMembershipRemovalCommand(
+                message_id=message.id, removal=removal, sent_at=message.sent_at
+            )
         )
     return WebhookReceipt(success=True, duplicate=not applied)
