@@ -28,20 +28,19 @@ know (404) is empty.
 from __future__ import annotations
 
 import asyncio
-import math
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import structlog
 
+from adapters.identity import clerk_shapes as shapes
 from adapters.openai.retry import GaveUp, Retryable, RetryPolicy, retry_after
 from application.ports.identity_directory import DirectoryUnavailable
 from domain.errors import Conflict
-from domain.identity import normalise_role
 from domain.members import (
     INVITATION_PENDING,
     NOT_A_MEMBER,
@@ -53,7 +52,6 @@ from domain.members import (
 
 API_VERSION = "2026-05-12"  # Clerk-API-Version whose shapes this adapter reads
 PAGE_SIZE = 100  # memberships and invitations per page; also Clerk's cap on user_id filters
-DEFAULT_INVITATION_DAYS = 30  # Clerk's default when an invitation has no expiry
 CLERK_RETRY = RetryPolicy(max_attempts=4, backoff_base=0.5, backoff_max=8.0, max_retry_after=30.0)
 _ERROR_CODE = re.compile(r"[a-z0-9_]{1,64}")
 log = structlog.get_logger(__name__)
@@ -107,7 +105,11 @@ class ClerkDirectory:
             _path("organizations", org_id, "memberships"),
             params={"user_id": user_id, "limit": 10},
         )
-        data = [m for m in _list(_dict(page).get("data")) if _user_id(m) == user_id]
+        data = [
+            m
+            for m in shapes.as_list(shapes.as_dict(page).get("data"))
+            if shapes.user_id_of(m) == user_id
+        ]
         members = await self._members(data[:1])
         return members[0] if members else None
 
@@ -117,25 +119,25 @@ class ClerkDirectory:
         before = await self.get_member(org_id, user_id)
         if before is None:
             return None
-        wanted = _without_nulls(metadata)
+        wanted = shapes.without_nulls(metadata)
         current: Mapping[str, Any] = before.public_metadata
         path = _path("organizations", org_id, "memberships", user_id, "metadata")
         answer: dict[str, Any] | None = None
         for _ in range(3):
-            patch = _merge_patch(current, wanted)
+            patch = shapes.merge_patch(current, wanted)
             if answer is not None and not patch:
                 break
             response, _ambiguous = await self._send("PATCH", path, json={"public_metadata": patch})
             if response.status_code == 404:
                 return None
-            answer = _dict(self._body(response))
-            current = _dict(answer.get("public_metadata"))
-            if _same(current, wanted):
+            answer = shapes.as_dict(self._body(response))
+            current = shapes.as_dict(answer.get("public_metadata"))
+            if shapes.same(current, wanted):
                 break
         else:
             log.warning("clerk_metadata_replace_raced", org_id=org_id, user_id=user_id)
         assert answer is not None
-        return _member(answer, email=before.email, signed_in=before.last_sign_in_at)
+        return shapes.member_of(answer, email=before.email, signed_in=before.last_sign_in_at)
 
     async def remove_member(self, org_id: str, user_id: str) -> bool:
         response, ambiguous = await self._send(
@@ -189,7 +191,7 @@ class ClerkDirectory:
                 return pending[0]  # our own earlier attempt went through
             if pending:
                 raise Conflict(INVITATION_PENDING)
-        return _invitation(self._body(response))
+        return shapes.invitation_of(self._body(response))
 
     async def list_invitations(self, org_id: str) -> list[Invitation]:
         found = await self._invitations(org_id, {})
@@ -205,7 +207,7 @@ class ClerkDirectory:
             current, _ = await self._send("GET", path)
             if current.status_code == 404:
                 return False
-            status = _invitation(self._body(current)).status
+            status = shapes.invitation_of(self._body(current)).status
             if status is not InvitationStatus.PENDING:
                 return ambiguous and status is InvitationStatus.REVOKED
         self._body(response)
@@ -223,19 +225,19 @@ class ClerkDirectory:
 
     async def _invitations(self, org_id: str, params: dict[str, Any]) -> list[Invitation]:
         path = _path("organizations", org_id, "invitations")
-        found = [_invitation(item) for item in await self._pages(path, params)]
+        found = [shapes.invitation_of(item) for item in await self._pages(path, params)]
         return list({invitation.id: invitation for invitation in found}.values())
 
     async def _pages(self, path: str, params: dict[str, Any]) -> list[Any]:
         """Every item of a paged list (`limit`/`offset`, `{data, total_count}`)."""
         items: list[Any] = []
         while True:
-            page = _dict(
+            page = shapes.as_dict(
                 await self._json(
                     "GET", path, params={**params, "limit": PAGE_SIZE, "offset": len(items)}
                 )
             )
-            data = _list(page.get("data"))
+            data = shapes.as_list(page.get("data"))
             items.extend(data)
             total = page.get("total_count")
             if len(data) < PAGE_SIZE or (isinstance(total, int) and len(items) >= total):
@@ -244,23 +246,23 @@ class ClerkDirectory:
     async def _members(self, memberships: list[Any]) -> list[Member]:
         """Members of these memberships, with the last sign-in and primary e-mail of their
         users (one `GET /users` for up to 100)."""
-        memberships = [m for m in memberships if _user_id(m)]
-        ids = [_user_id(m) or "" for m in memberships]
+        memberships = [m for m in memberships if shapes.user_id_of(m)]
+        ids = [shapes.user_id_of(m) or "" for m in memberships]
         users: dict[str, dict[str, Any]] = {}
         for start in range(0, len(ids), PAGE_SIZE):
             chunk = ids[start : start + PAGE_SIZE]
             answer = await self._json("GET", "/users", params={"user_id": chunk, "limit": 100})
-            for user in _list(answer):
+            for user in shapes.as_list(answer):
                 if isinstance(user, dict) and isinstance(user.get("id"), str):
                     users[user["id"]] = user
         members = []
         for membership in memberships:
-            user = users.get(_user_id(membership) or "", {})
+            user = users.get(shapes.user_id_of(membership) or "", {})
             members.append(
-                _member(
+                shapes.member_of(
                     membership,
-                    email=_primary_email(user),
-                    signed_in=_time(user.get("last_sign_in_at")),
+                    email=shapes.primary_email(user),
+                    signed_in=shapes.as_time(user.get("last_sign_in_at")),
                 )
             )
         return members
@@ -346,114 +348,3 @@ def _code(response: httpx.Response) -> str:
     except (ValueError, AttributeError, TypeError, IndexError, KeyError):
         return ""
     return f": {code}" if isinstance(code, str) and _ERROR_CODE.fullmatch(code) else ""
-
-
-def _list(value: Any) -> list[Any]:
-    return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
-def _user_id(membership: Any) -> str | None:
-    user_id = _dict(_dict(membership).get("public_user_data")).get("user_id")
-    return user_id if isinstance(user_id, str) else None
-
-
-def _time(milliseconds: Any) -> datetime | None:
-    if isinstance(milliseconds, bool) or not isinstance(milliseconds, int | float):
-        return None
-    if not math.isfinite(milliseconds):
-        return None
-    return datetime.fromtimestamp(milliseconds / 1000, UTC)
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _primary_email(user: Mapping[str, Any]) -> str | None:
-    primary = user.get("primary_email_address_id")
-    for address in _list(user.get("email_addresses")):
-        if isinstance(address, dict) and address.get("id") == primary:
-            return _text(address.get("email_address"))
-    return None
-
-
-def _member(membership: Any, *, email: str | None, signed_in: datetime | None) -> Member:
-    data = _dict(membership)
-    user = _dict(data.get("public_user_data"))
-    identifier = _text(user.get("identifier"))
-    if email is None and identifier and "@" in identifier:
-        email = identifier  # the user's identifier is an e-mail when they sign in with one
-    return Member(
-        id=_user_id(data) or "",
-        email=email,
-        first_name=_text(user.get("first_name")),
-        last_name=_text(user.get("last_name")),
-        public_metadata=_dict(data.get("public_metadata")),
-        last_sign_in_at=signed_in,
-        role=normalise_role(_text(data.get("role"))),
-    )
-
-
-def _invitation(item: Any) -> Invitation:
-    data = _dict(item)
-    created = _time(data.get("created_at")) or datetime.now(UTC)
-    expires = _time(data.get("expires_at")) or created + timedelta(days=DEFAULT_INVITATION_DAYS)
-    try:
-        status = InvitationStatus(data.get("status") or "pending")
-    except ValueError:
-        status = InvitationStatus.EXPIRED  # a state we do not know cannot be accepted
-    if status is InvitationStatus.PENDING and expires <= datetime.now(UTC):
-        status = InvitationStatus.EXPIRED
-    inviter = _text(data.get("inviter_id")) or _text(
-        _dict(data.get("public_inviter_data")).get("user_id")
-    )
-    role = _text(data.get("role"))
-    return Invitation(
-        id=_text(data.get("id")) or "",
-        email=_text(data.get("email_address")) or "",
-        role=normalise_role(role) or "",
-        status=status,
-        inviter_user_id=inviter or "",
-        created_at=created,
-        expires_at=expires,
-    )
-
-
-def _without_nulls(value: Any) -> Any:
-    """`value` as a deep merge stores it: object keys whose value is null are absent (arrays are
-    stored whole, nulls and all)."""
-    if isinstance(value, dict):
-        return {k: _without_nulls(v) for k, v in value.items() if v is not None}
-    return value
-
-
-def _merge_patch(current: Mapping[str, Any], wanted: Mapping[str, Any]) -> dict[str, Any]:
-    """The body that deep-merges `current` into `wanted`: every key absent from `wanted` set
-    to null, objects on both sides patched recursively, everything else sent whole."""
-    patch: dict[str, Any] = {key: None for key in current if key not in wanted}
-    for key, value in wanted.items():
-        old = current.get(key)
-        if isinstance(value, dict) and isinstance(old, dict):
-            nested = _merge_patch(old, value)
-            if nested:
-                patch[key] = nested
-        elif key not in current or not _same(old, value):
-            patch[key] = value
-    return patch
-
-
-def _same(a: Any, b: Any) -> bool:
-    """JSON equality: 1 and 1.0 are the same number, but true is not 1."""
-    if isinstance(a, bool) or isinstance(b, bool):
-        return type(a) is type(b) and a == b
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-    if isinstance(a, list) and isinstance(b, list):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
-    if isinstance(a, int | float) and isinstance(b, int | float):
-        return a == b
-    return type(a) is type(b) and a == b
