@@ -46,3 +46,5 @@ bench: $(STAMP)
 	-$(BIN)/python bench/search.py
 	-$(BIN)/python bench/chat_stream.py
 	-$(BIN)/python bench/chat_local_tokens.py
+	-$(BIN)/python bench/skills.py
+	-$(BIN)/python bench/members.py

@@ -4,14 +4,15 @@ Backend API with 50 ms per call.
     .venv/bin/python bench/members.py [--iterations 20] [--warmup 2] [--latency 0.05]
 
 Starts two `tests/integration/clerk_server.py` `ClerkServer`s (a local server with Clerk's
-shapes, `--latency` seconds slept in every call, in this process): one as the tests run it,
-one with `TCP_NODELAY` on its sockets (the stand-in writes an answer's headers and body in two
-sends, so on a kept-alive connection Nagle's algorithm holds the body until the client's
-delayed ACK, ~40 ms more per call). Then three `agent-platform serve`
-(`AP_WORKER_IN_PROCESS=false`), each on its own temporary data dir: *local* with the default
-local directory, *clerk* and *clerk-nodelay* with `AP_IDENTITY_DIRECTORY=clerk` pointing at
-one stand-in each. Then, for `--iterations` iterations (after `--warmup` unrecorded ones), the
-modes rotating which goes first, in each mode:
+shapes, `--latency` seconds slept in every call, in this process): one as the tests run it, one
+with `TCP_NODELAY` on its sockets (the stand-in writes an answer's headers and body in two
+sends, so on a kept-alive connection Nagle's algorithm held the body until the client's delayed
+ACK, ~40 ms more per call; the stand-in now sets `TCP_NODELAY` itself, so the two modes measure
+the same, and BENCHMARKS.md's first "clerk" row predates that). Then three `agent-platform
+serve` (`AP_WORKER_IN_PROCESS=false`), each on its own temporary data dir: *local* with the
+default local directory, *clerk* and *clerk-nodelay* with `AP_IDENTITY_DIRECTORY=clerk`
+pointing at one stand-in each. Then, for `--iterations` iterations (after `--warmup` unrecorded
+ones), the modes rotating which goes first, in each mode:
 
 1. seed `--members` new members: local, each calls `GET /kb/manage` once with its own token
    (the just-in-time member record); Clerk, each added to the stand-in's organization;

@@ -47,9 +47,9 @@ def test_any_of_several_signatures_may_match():
     "change",
     [
         {"body": BODY + b" "},
-        {"timestamp": int(time.time()) - 6 * 60},
-        {"timestamp": int(time.time()) + 6 * 60},
-        {"signature": sign("msg_1", int(time.time()), BODY, key=b"another key")},
+        {"age": 6 * 60},
+        {"age": -6 * 60},
+        {"key": b"another key"},
         {"signature": "v1"},
         {"signature": "v1,%%%not-base64"},
         {"signature": ""},
@@ -60,7 +60,12 @@ def test_any_of_several_signatures_may_match():
     ],
 )
 def test_anything_else_is_an_invalid_signature(change):
+    change = dict(change)  # the parameters are made once, at collection: times are taken now
     body = change.pop("body", BODY)
-    sent = headers(**{**change})
+    if "age" in change:
+        change["timestamp"] = int(time.time()) - change.pop("age")
+    if "key" in change:
+        change["signature"] = sign("msg_1", int(time.time()), BODY, key=change.pop("key"))
+    sent = headers(**change)
     with pytest.raises(Invalid, match=r"^Invalid webhook signature$"):
         SvixWebhookVerifier(SECRET).verify(body, sent)
