@@ -3,9 +3,6 @@ assistant's response."""
 
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -14,6 +11,7 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from domain.cursors import CURSOR_INVALID, decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
 from domain.ids import parse_positive_id, parse_uuid
@@ -123,26 +121,23 @@ class ConversationCursor:
     thread_id: str
 
     def encode(self) -> str:
-        raw = json.dumps([self.updated_at.isoformat(), self.thread_id]).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return encode_cursor([self.updated_at.isoformat(), self.thread_id])
 
     @staticmethod
     def decode(value: object) -> ConversationCursor | None:
         """None for an absent cursor; `Invalid` for one this service did not hand out."""
         if value is None or value == "":
             return None
-        message = "cursor is not valid"
-        if not isinstance(value, str) or len(value) > 200:
-            raise Invalid(message, [field_error("cursor", "malformed")])
         try:
-            raw = base64.urlsafe_b64decode(value + "=" * (-len(value) % 4))
-            stamp, thread_id = json.loads(raw)
+            stamp, thread_id = decode_cursor(value)
             updated_at = datetime.fromisoformat(stamp)
-        except (ValueError, TypeError, binascii.Error, UnicodeDecodeError):
-            raise Invalid(message, [field_error("cursor", "malformed")]) from None
+        except (ValueError, TypeError):
+            raise invalid_cursor() from None
         if updated_at.tzinfo is None:
-            raise Invalid(message, [field_error("cursor", "malformed")])
-        return ConversationCursor(updated_at=updated_at, thread_id=parse_uuid(thread_id, message))
+            raise invalid_cursor()
+        return ConversationCursor(
+            updated_at=updated_at, thread_id=parse_uuid(thread_id, CURSOR_INVALID)
+        )
 
 
 def visible_to(conversation: Conversation, caller: Caller) -> bool:

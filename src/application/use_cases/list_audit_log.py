@@ -1,17 +1,15 @@
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 
 from application.ports.audit_log import AuditLog
 from domain.audit import AuditEntry
+from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
 from domain.members import require_admin
 
 DEFAULT_LIMIT = 50
-CURSOR_INVALID = "cursor is not valid"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -52,18 +50,13 @@ class ListAuditLog:
 
 
 def _encode(entry_id: int) -> str:
-    return base64.urlsafe_b64encode(f"a:{entry_id}".encode()).decode().rstrip("=")
+    return encode_cursor(["a", entry_id])
 
 
 def _decode(cursor: object) -> int:
-    invalid = Invalid(CURSOR_INVALID, [field_error("cursor", "not a cursor")])
-    if not isinstance(cursor, str) or len(cursor) > 40:
-        raise invalid
-    try:
-        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-    except (binascii.Error, UnicodeDecodeError, ValueError):
-        raise invalid from None
-    kind, _, number = text.partition(":")
-    if kind != "a" or not number.isascii() or not number.isdigit() or len(number) > 18:
-        raise invalid
-    return int(number)
+    parts = decode_cursor(cursor, longest=40)
+    if len(parts) != 2 or parts[0] != "a" or type(parts[1]) is not int:
+        raise invalid_cursor()
+    if not 0 < parts[1] < 2**63:
+        raise invalid_cursor()
+    return int(parts[1])
