@@ -16,6 +16,7 @@ class UsagePurpose(StrEnum):
     CHAT = "chat"
     TITLE = "title"
     EXTRACTION = "extraction"
+    EMBEDDING = "embedding"
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,16 +46,16 @@ DEFAULT_PRICES: Mapping[str, ModelPrice] = {
 
 
 class PriceList:
-    """What each model costs; unknown hosted models cost nothing until priced in configuration
-    (their tokens are still recorded, so a price added later can be applied to them)."""
+    """What each model costs. A model not priced (in configuration or the list above) costs
+    nothing: the models run here (`local:`) unless a deployment prices them (to account for its
+    hardware), and unknown hosted ones, whose tokens are still recorded so that a price added
+    later can be applied to them."""
 
     def __init__(self, prices: Mapping[str, ModelPrice] | None = None) -> None:
         self._prices = dict(DEFAULT_PRICES)
         self._prices.update(prices or {})
 
     def price(self, model: str) -> ModelPrice:
-        if model.startswith("local:"):
-            return FREE
         return self._prices.get(model, FREE)
 
     def cost(self, model: str, input_tokens: int, output_tokens: int) -> Decimal:

@@ -16,7 +16,12 @@ from urllib.parse import urlsplit
 
 from domain.agents import DEFAULT_CHAT_MODEL, validate_chat_model
 from domain.errors import Invalid
-from domain.models import DEFAULT_EMBEDDING_MODEL
+from domain.models import (
+    CHAT_PROVIDERS,
+    DEFAULT_EMBEDDING_MODEL,
+    EMBEDDING_PROVIDERS,
+    parse_model_ref,
+)
 from domain.skills import SkillLimits
 from domain.usage import ModelPrice
 
@@ -271,22 +276,31 @@ def _chat_model(name: str, value: str | None, problems: list[str]) -> str:
         return DEFAULT_CHAT_MODEL
 
 
+PRICED_PROVIDERS = tuple(dict.fromkeys(CHAT_PROVIDERS + EMBEDDING_PROVIDERS))
+
+
 def _prices(name: str, value: str | None, problems: list[str]) -> dict[str, ModelPrice]:
     """`{"provider:model": {"input": usd, "output": usd}}`, per million tokens."""
     if value is None:
         return {}
     try:
         raw = json.loads(value)
-        return {
-            validate_chat_model(model, field=name): ModelPrice(
-                Decimal(str(price["input"])), Decimal(str(price["output"]))
-            )
-            for model, price in raw.items()
-        }
+        prices = {}
+        for model, price in raw.items():
+            ref = parse_model_ref(model, field=name, providers=PRICED_PROVIDERS)
+            amounts = [price["input"], price["output"]]
+            if any(isinstance(a, bool) or not isinstance(a, int | float) for a in amounts):
+                raise ValueError(model)
+            figures = [Decimal(str(amount)) for amount in amounts]
+            if any(not figure.is_finite() or figure < 0 for figure in figures):
+                raise ValueError(model)
+            prices[str(ref)] = ModelPrice(*figures)
+        return prices
     except (ValueError, TypeError, KeyError, AttributeError, InvalidOperation, Invalid):
         problems.append(
             f"{name} must be JSON such as "
             '{"openai:gpt-4o-mini": {"input": 0.15, "output": 0.6}} '
-            "(US dollars per million tokens)"
+            "(US dollars per million tokens, numbers of at least 0; any chat or embedding "
+            "model, local: ones included)"
         )
         return {}

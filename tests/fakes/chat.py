@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from datetime import timedelta
+from decimal import Decimal
 from typing import TYPE_CHECKING, Any
 
+from application.metering import MeteredCall, SpendMeter
 from application.ports.chat_model import (
+    CallMeter,
     ChatEvent,
     ChatModelInfo,
     ChatModelUnavailable,
@@ -21,7 +25,9 @@ from domain.chat_stream import Chunk
 from domain.chunks import SearchResult
 from domain.conversations import StreamStatus
 from domain.identity import Caller
-from domain.usage import UsageEntry
+from domain.spend import CapPeriod, CapStatus, Period
+from domain.usage import PriceList, UsageEntry, UsagePurpose
+from tests.fakes.basics import FakeClock
 
 if TYPE_CHECKING:
     from application.ports.chat_model import ChatModel, ChatModelRegistry
@@ -47,11 +53,13 @@ class ScriptedChatModel:
     """Answers each call with the next script; records every request and whether each stream
     was closed."""
 
-    def __init__(self, *scripts: Script, supports_tools: bool = False) -> None:
+    def __init__(
+        self, *scripts: Script, supports_tools: bool = False, context_tokens: int = 8192
+    ) -> None:
         self.scripts = list(scripts)
         self.requests: list[ChatRequest] = []
         self.closed = 0
-        self._info = ChatModelInfo(supports_tools=supports_tools)
+        self._info = ChatModelInfo(supports_tools=supports_tools, context_tokens=context_tokens)
 
     @property
     def info(self) -> ChatModelInfo:
@@ -177,11 +185,65 @@ class FakeRunLog:
 
 
 class FakeUsageLedger:
-    def __init__(self) -> None:
-        self.entries: list[UsageEntry] = []
+    """The ledger in memory, with the caps of `ap_reserve_spend` (all entries fall in every
+    period: tests run within one day)."""
 
-    async def record(self, entry: UsageEntry) -> None:
+    def __init__(self, caps: dict[CapPeriod, Decimal] | None = None) -> None:
+        self.entries: list[UsageEntry] = []
+        self.caps = dict(caps or {})
+        self.reserved: dict[str, Decimal] = {}
+        self.settled: list[str] = []
+        self.released: list[str] = []
+
+    async def record(self, entry: UsageEntry, *, settles: str | None = None) -> None:
         self.entries.append(entry)
+        if settles is not None:
+            self.reserved.pop(settles, None)
+            self.settled.append(settles)
+
+    async def reserve(
+        self,
+        org_id: str,
+        reservation_id: str,
+        amount: Decimal,
+        *,
+        ttl: timedelta,
+        periods: Mapping[CapPeriod, Period],
+    ) -> list[CapStatus]:
+        if not self.caps:
+            return []
+        committed = sum((e.cost_usd for e in self.entries if e.org_id == org_id), Decimal(0)) + sum(
+            self.reserved.values(), Decimal(0)
+        )
+        breaches = [
+            CapStatus(period=p, cap=cap, spent=committed, resets_at=periods[p].resets_at)
+            for p, cap in self.caps.items()
+            if committed >= cap
+        ]
+        if not breaches:
+            self.reserved[reservation_id] = amount
+        return breaches
+
+    async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
+        if reservation_id in self.reserved:
+            self.reserved[reservation_id] = amount
+
+    async def release(self, org_id: str, reservation_id: str) -> None:
+        self.reserved.pop(reservation_id, None)
+        self.released.append(reservation_id)
+
+    async def spent(
+        self, org_id: str, periods: Mapping[CapPeriod, Period]
+    ) -> dict[CapPeriod, Decimal]:
+        total = sum((e.cost_usd for e in self.entries if e.org_id == org_id), Decimal(0))
+        return dict.fromkeys(CapPeriod, total)
+
+
+def fake_meter(
+    ledger: FakeUsageLedger | None = None, prices: PriceList | None = None
+) -> SpendMeter:
+    """A `SpendMeter` on an in-memory ledger (a fresh one by default)."""
+    return SpendMeter(ledger or FakeUsageLedger(), prices or PriceList(), FakeClock())
 
 
 class FakeKnowledgeSearch:
@@ -222,3 +284,17 @@ if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for
     _usage_ledger: UsageLedger = FakeUsageLedger()
     _knowledge_search: KnowledgeSearch = FakeKnowledgeSearch()
     _writer: ChatStreamWriter = RecordingWriter()
+
+
+def unmetered() -> CallMeter:
+    """A `CallMeter` that admits every call (an organization without caps), for tests of
+    adapters that take one."""
+    return fake_meter().scope(
+        MeteredCall(
+            org_id="org_test",
+            user_id=None,
+            thread_id=None,
+            purpose=UsagePurpose.EXTRACTION,
+            model="openai:test",
+        )
+    )

@@ -333,7 +333,7 @@ class ScriptedExtractor:
         self.answer = answer
         self.seen: list[str] = []
 
-    async def extract(self, *, model, schema, text, file_name):
+    async def extract(self, *, model, schema, text, file_name, meter):
         self.seen.append(text)
         if isinstance(self.answer, Exception):
             raise self.answer

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime, timedelta
-from decimal import Decimal
+from datetime import timedelta
 
 import pytest
 from sqlalchemy import text
@@ -16,10 +15,8 @@ from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.chat_runs import PgChatRunLog
 from adapters.postgres.conversations import PgConversationRepository
 from adapters.postgres.database import FairGate, org_connection
-from adapters.postgres.usage import PgUsageLedger
 from domain import chat_stream
 from domain.conversations import NewConversation, StreamStatus, TitleSource
-from domain.usage import UsageEntry, UsagePurpose
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -387,50 +384,3 @@ async def test_a_quiet_run_whose_producer_beats_is_followed_not_failed(app_pool,
     assert [] in batches
     assert batches[-1] == [chat_stream.finish()]
     assert await stream_status(app_pool, thread) is StreamStatus.COMPLETED
-
-
-def entry(org, cost, **overrides):
-    values = {
-        "org_id": org,
-        "user_id": "user_1",
-        "thread_id": str(uuid.uuid4()),
-        "purpose": UsagePurpose.CHAT,
-        "model": "openai:gpt-4o-mini",
-        "input_tokens": 1000,
-        "output_tokens": 200,
-        "cost_usd": Decimal(cost),
-    }
-    values.update(overrides)
-    return UsageEntry(**values)
-
-
-async def test_usage_is_recorded_and_summed_per_organization(app_pool, owner_engine):
-    ledger = PgUsageLedger(app_pool, FairGate(2))
-    await ledger.record(entry("org_a", "0.00027"))
-    await ledger.record(
-        entry("org_a", "0.5", thread_id=None, user_id=None, purpose=UsagePurpose.TITLE,
-              estimated=True)
-    )  # fmt: skip
-    await ledger.record(entry("org_a", "2"))
-    await ledger.record(entry("org_b", "7.25"))
-    async with owner_engine.begin() as connection:
-        await connection.execute(
-            text(
-                "UPDATE usage_events SET created_at = now() - interval '2 days' "
-                "WHERE org_id = 'org_a' AND cost_usd = 2"
-            )
-        )
-        rows = (
-            await connection.execute(
-                text(
-                    "SELECT purpose, user_id, thread_id, input_tokens, output_tokens, estimated "
-                    "FROM usage_events WHERE org_id = 'org_a' AND cost_usd = 0.5"
-                )
-            )
-        ).all()
-    assert [tuple(r) for r in rows] == [("title", None, None, 1000, 200, True)]
-    day_ago = datetime.now(UTC) - timedelta(days=1)
-    assert await ledger.spent_since("org_a", day_ago) == Decimal("0.50027")
-    assert await ledger.spent_since("org_a", day_ago - timedelta(days=2)) == Decimal("2.50027")
-    assert await ledger.spent_since("org_b", day_ago) == Decimal("7.25")
-    assert await ledger.spent_since("org_c", day_ago) == Decimal(0)

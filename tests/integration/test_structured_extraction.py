@@ -18,6 +18,7 @@ from adapters.openai.gateway import OpenAIGateway
 from adapters.openai.retry import RetryPolicy
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
+from tests.fakes.chat import unmetered
 
 SCHEMA = {
     "type": "object",
@@ -75,6 +76,7 @@ async def extract(chat: ChatServer, schema=SCHEMA):
             schema=schema,
             text="Invoice total: 12.50 EUR",
             file_name="invoice.pdf",
+            meter=unmetered(),
         )
 
 
@@ -133,6 +135,7 @@ async def test_the_bundled_model_fills_a_schema():
                 schema=schema,
                 text="# Holidays\n\nEveryone gets 30 days of paid holiday every year.",
                 file_name="handbook.md",
+                meter=unmetered(),
             )
     finally:
         await local.aclose()
@@ -157,5 +160,6 @@ async def test_a_real_openai_compatible_server_fills_the_schema(llama_server):
                 schema=schema,
                 text="# Holidays\n\nEveryone gets 30 days of paid holiday every year.",
                 file_name="handbook.md",
+                meter=unmetered(),
             )
             assert data == {"holidayDays": 30}

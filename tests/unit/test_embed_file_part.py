@@ -10,6 +10,7 @@ from application.use_cases.embed_file_part import EmbedFilePart, EmbedFilePartCo
 from application.use_cases.process_file import ProcessingLimits
 from domain.files import ProcessingStatus
 from tests.fakes import FakeEmbedderRegistry, FakeUnitOfWork, HashingEmbedder
+from tests.fakes.chat import fake_meter
 from tests.unit.test_processing_use_cases import run, setup
 
 PASSAGES = ["# Holidays", "Thirty days.", "# Expenses", "Keep receipts."]
@@ -44,6 +45,7 @@ def embedder_of(world, chunks, embedder=None, max_runs=5):
         FakeEmbedderRegistry(embedder),
         uow,
         ProcessingLimits(max_runs=max_runs),
+        fake_meter(),
     )
 
 

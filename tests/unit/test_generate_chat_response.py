@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 import pytest
 
 from application.agent.inline_skills import InlineSkills
 from application.agent.tool_calls import TOOL_RESULT_CHARS
+from application.metering import MeteredCall, Reservation
 from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_launcher import CANCEL_REQUESTED
 from application.ports.chat_model import (
@@ -19,6 +22,7 @@ from application.ports.chat_model import (
     ToolCall,
     ToolCallRequested,
     ToolSpec,
+    Usage,
 )
 from application.ports.embedder import EmbeddingFailed
 from application.tools.knowledge_search import KnowledgeSearchTool
@@ -35,7 +39,8 @@ from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
-from domain.usage import PriceList
+from domain.spend import CapPeriod
+from domain.usage import UsagePurpose
 from tests.fakes.agents import an_agent as agent
 from tests.fakes.chat import (
     FakeKnowledgeSearch,
@@ -44,6 +49,7 @@ from tests.fakes.chat import (
     RecordingWriter,
     ScriptedChatModel,
     ScriptedChatRegistry,
+    fake_meter,
     text_script,
 )
 from tests.fakes.skill_catalog import FakeSkill, FakeSkillCatalog
@@ -98,8 +104,7 @@ class World:
                 [KnowledgeSearchTool(self.search), LoadSkillTool(self.skills), *(more_tools or [])]
             ),
             InlineSkills(self.skills),
-            self.ledger,
-            PriceList(),
+            fake_meter(self.ledger),
         )
 
     async def run(self, cmd: GenerateChatResponseCommand | None = None) -> None:
@@ -486,3 +491,70 @@ async def test_a_knowledge_base_that_cannot_be_searched_fails_the_answer_with_wh
     assert world.writer.chunks[-2:] == [{"type": "error", "errorText": message}, {"type": "finish"}]
     assert world.runs.status["run-1"] is StreamStatus.FAILED
     assert world.model.requests == []
+
+
+async def admitted(world: World) -> Reservation:
+    """The reservation `SendChatMessage` makes before it stores the message."""
+    return await world.use_case._meter.reserve(
+        MeteredCall(
+            org_id=CALLER.org_id,
+            user_id=CALLER.user_id,
+            thread_id="t1",
+            purpose=UsagePurpose.CHAT,
+            model="openai:gpt-4o-mini",
+        ),
+        input_tokens=128_000,
+        output_tokens=1024,
+    )
+
+
+async def test_the_first_call_uses_the_admission_resized_to_its_prompt_then_settles_it():
+    world = World(ScriptedChatModel(text_script("Twenty-five days.")))
+    world.ledger.caps = {CapPeriod.MONTHLY: Decimal(100)}
+    admission = await admitted(world)
+    worst = world.ledger.reserved[admission.id]
+    resized: list[Decimal] = []
+    original = world.ledger.resize
+
+    async def spy(org_id: str, reservation_id: str, amount: Decimal) -> None:
+        resized.append(amount)
+        await original(org_id, reservation_id, amount)
+
+    world.ledger.resize = spy  # type: ignore[method-assign]
+    await world.run(dataclasses.replace(command(), admission=admission))
+    assert len(resized) == 1 and 0 < resized[0] < worst
+    assert world.ledger.settled == [admission.id] and world.ledger.reserved == {}
+    assert world.runs.status["run-1"] is StreamStatus.COMPLETED
+
+
+async def test_a_tool_loop_step_refused_at_a_cap_fails_the_answer_and_keeps_the_first_charge():
+    call = ToolCall(id="call_1", name="search_knowledge_base", arguments={"query": "leave"})
+    model = ScriptedChatModel(
+        [ToolCallRequested(call), Usage(10, 5), Finished("tool-calls")],
+        text_script("never sent"),
+        supports_tools=True,
+    )
+    world = World(model, [passage(11)])
+    admission = await admitted(world)
+    world.ledger.caps = {CapPeriod.DAILY: Decimal(0)}
+    await world.run(
+        dataclasses.replace(command(agent(knowledge_base_ids=[1])), admission=admission)
+    )
+    assert len(model.requests) == 1
+    assert world.runs.status["run-1"] is StreamStatus.FAILED
+    error = world.writer.chunks[-2]
+    assert error["type"] == "error"
+    assert error["errorText"].startswith("Spend cap reached: the daily cap of $0.00")
+    (entry,) = world.ledger.entries
+    assert (entry.input_tokens, entry.output_tokens) == (10, 5)
+    assert world.ledger.reserved == {}
+
+
+async def test_an_answer_that_fails_before_calling_the_model_releases_its_admission():
+    world = World(ScriptedChatModel(text_script("Never.")), search=UnreachableEmbeddings())
+    admission = await admitted(world)
+    await world.run(
+        dataclasses.replace(command(agent(knowledge_base_ids=[1])), admission=admission)
+    )
+    assert world.ledger.released == [admission.id] and world.ledger.reserved == {}
+    assert world.ledger.entries == []

@@ -39,6 +39,7 @@ from domain.models import parse_model_ref
 from domain.text import check_single_line, check_storable, check_storable_json, is_storable
 from tests.fakes import FakeKnowledgeBases, FakeUnitOfWork
 from tests.fakes.agents import FakeAgents
+from tests.fakes.chat import fake_meter
 from tests.fakes.embeddings import FakeEmbedderRegistry
 from tests.fakes.skills import FakeSkillRepository
 
@@ -264,7 +265,7 @@ async def test_create_agent_and_tag_with_nul_write_nothing():
 
 async def test_search_query_with_nul_is_refused_before_any_lookup():
     kbs = FakeKnowledgeBases()
-    search = SearchKnowledgeBase(kbs, None, FakeEmbedderRegistry())  # type: ignore[arg-type]
+    search = SearchKnowledgeBase(kbs, None, FakeEmbedderRegistry(), fake_meter())  # type: ignore[arg-type]
     with pytest.raises(Invalid, match=r"^query must not contain NUL characters$") as error:
         await search.execute(SearchKnowledgeBaseQuery(caller=ADMIN, kb_ids=[1], query="a\x00b"))
     assert fields_of(error) == ["query"]

@@ -24,6 +24,7 @@ from tests.fakes import (
     FakeUnitOfWork,
     HashingEmbedder,
 )
+from tests.fakes.chat import fake_meter
 from tests.unit.test_file_use_cases import command
 from tests.unit.test_knowledge_base_use_cases import create
 
@@ -34,7 +35,7 @@ class Extractor:
     def __init__(self, answer):
         self.answer = answer
 
-    async def extract(self, *, model, schema, text, file_name):
+    async def extract(self, *, model, schema, text, file_name, meter):
         if isinstance(self.answer, Exception):
             raise self.answer
         return self.answer
@@ -78,6 +79,7 @@ async def setup(
         world.jobs,
         uow,
         ProcessingLimits(max_runs=max_runs, embedding_part_size=part_size),
+        fake_meter(),
     )
     world.jobs.jobs.clear()
     return use_case, record
@@ -202,7 +204,9 @@ async def test_reembedding_swaps_models_and_keeps_the_old_index_on_failure(world
         },
     )
     uow = FakeUnitOfWork(world.files, world.kbs, chunks)
-    reembed = ReembedKnowledgeBase(world.kbs, world.files, chunks, FakeEmbedderRegistry(), uow)
+    reembed = ReembedKnowledgeBase(
+        world.kbs, world.files, chunks, FakeEmbedderRegistry(), uow, fake_meter()
+    )
     assert await reembed.execute(ReembedKnowledgeBaseCommand(org_id=caller.org_id, kb_id=kb_id))
     kb = world.kbs.rows[kb_id]
     assert (kb.embedding_model, kb.pending_embedding_model) == (
@@ -222,7 +226,7 @@ async def test_reembedding_swaps_models_and_keeps_the_old_index_on_failure(world
     failing = FakeEmbedderRegistry(HashingEmbedder(failure=EmbeddingFailed("No such model.")))
     # A fresh unit of work: the change of model above was committed by its own request.
     uow = FakeUnitOfWork(world.files, world.kbs, chunks)
-    reembed = ReembedKnowledgeBase(world.kbs, world.files, chunks, failing, uow)
+    reembed = ReembedKnowledgeBase(world.kbs, world.files, chunks, failing, uow, fake_meter())
     assert not await reembed.execute(ReembedKnowledgeBaseCommand(org_id=caller.org_id, kb_id=kb_id))
     kb = world.kbs.rows[kb_id]
     assert (kb.embedding_model, kb.reindex_error) == (
@@ -242,7 +246,9 @@ async def test_giving_up_a_reembedding_abandons_it_as_a_failed_one(world, caller
     }
     await world.kbs.update(caller.org_id, kb_id, pending)
     uow = FakeUnitOfWork(world.files, world.kbs, chunks)
-    reembed = ReembedKnowledgeBase(world.kbs, world.files, chunks, FakeEmbedderRegistry(), uow)
+    reembed = ReembedKnowledgeBase(
+        world.kbs, world.files, chunks, FakeEmbedderRegistry(), uow, fake_meter()
+    )
     await reembed.give_up(ReembedKnowledgeBaseCommand(org_id=caller.org_id, kb_id=kb_id))
     kb = world.kbs.rows[kb_id]
     assert (kb.embedding_model, kb.pending_embedding_model, kb.reindex_error) == (
@@ -273,7 +279,7 @@ async def test_search_embeds_once_per_model_and_checks_every_knowledge_base(
     other = await create(world, caller, embedding_model="openai:bge", embedding_dimensions=1024)
     foreign = await create(world, stranger)
     chunks = RecordingChunks()
-    search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry())
+    search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry(), fake_meter())
     await search.execute(
         SearchKnowledgeBaseQuery(
             caller=caller, kb_ids=[first, str(second), other, first], query=" holidays "
@@ -309,7 +315,7 @@ async def test_an_agents_search_leaves_out_knowledge_bases_gone_since(world, cal
     kept = await create(world, caller)
     foreign = await create(world, stranger)
     chunks = RecordingChunks()
-    search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry())
+    search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry(), fake_meter())
     await search.execute(
         SearchKnowledgeBaseQuery(
             caller=caller, kb_ids=[kept, foreign, 999], query="leave", skip_missing=True

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from decimal import Decimal
 
 import pytest
 
@@ -15,7 +16,7 @@ from domain.agents import NewAgent
 from domain.conversations import StreamStatus, TitleSource
 from domain.errors import Conflict, Invalid, NotFound
 from domain.identity import Caller
-from domain.usage import PriceList
+from domain.spend import CapPeriod, SpendCapReached
 from tests.fakes import FakeJobQueue, FakeUnitOfWork
 from tests.fakes.agents import FakeAgents
 from tests.fakes.chat import (
@@ -25,6 +26,7 @@ from tests.fakes.chat import (
     RecordingWriter,
     ScriptedChatModel,
     ScriptedChatRegistry,
+    fake_meter,
 )
 from tests.fakes.conversations import FakeConversations
 from tests.fakes.skill_catalog import FakeSkillCatalog
@@ -68,14 +70,14 @@ class World:
         self.uow = FakeUnitOfWork(self.agents, self.conversations, self.jobs)
         self.streams = Streams()
         self.tasks = Tasks()
+        self.ledger = FakeUsageLedger()
         generate = GenerateChatResponse(
             ScriptedChatRegistry(ScriptedChatModel()),
             FakeRunLog(),
             FakeKnowledgeSearch(),
             ToolRegistry(),
             InlineSkills(FakeSkillCatalog()),
-            FakeUsageLedger(),
-            PriceList(),
+            fake_meter(),
         )
         self.use_case = SendChatMessage(
             self.agents,
@@ -85,6 +87,8 @@ class World:
             self.streams,
             self.tasks,
             generate,
+            fake_meter(self.ledger),
+            ScriptedChatRegistry(ScriptedChatModel()),
         )
 
     async def agent(self, org_id: str = "org_a") -> int:
@@ -193,3 +197,33 @@ async def test_threads_of_others_and_busy_threads_are_refused():
     world.conversations.end_run(run.id, StreamStatus.COMPLETED)
     with pytest.raises(Invalid, match="another agent"):
         await world.send(agent_id=second_agent, thread_id=first.thread_id)
+
+
+async def test_a_message_at_a_spend_cap_is_refused_before_anything_is_stored():
+    world = World()
+    agent_id = await world.agent()
+    world.ledger.caps = {CapPeriod.DAILY: Decimal(0)}
+    with pytest.raises(SpendCapReached) as refused:
+        await world.send(agent_id=agent_id)
+    assert [b.period for b in refused.value.breaches] == [CapPeriod.DAILY]
+    assert world.conversations.rows == {} and world.jobs.jobs == []
+    assert world.uow.commits == 0 and world.tasks.spawned == []
+
+
+async def test_the_admission_reserves_the_models_whole_context_and_is_handed_to_the_answer():
+    world = World()
+    agent_id = await world.agent()
+    world.ledger.caps = {CapPeriod.DAILY: Decimal(1000)}
+    started = await world.send(agent_id=agent_id)
+    (reservation_id,) = world.ledger.reserved
+    assert world.tasks.spawned == [("chat-response", started.run_id)]
+    assert reservation_id not in world.ledger.released
+
+
+async def test_a_refused_send_after_admission_releases_it():
+    world = World()
+    agent_id = await world.agent()
+    world.ledger.caps = {CapPeriod.DAILY: Decimal(1000)}
+    with pytest.raises(NotFound):
+        await world.send(agent_id=agent_id, thread_id=str(uuid.uuid4()))
+    assert world.ledger.reserved == {} and len(world.ledger.released) == 1

@@ -16,7 +16,7 @@ from application.ports.chat_model import (
     TextDelta,
 )
 from application.ports.structured_extractor import StructuredExtractionFailed
-from tests.fakes.chat import ScriptedChatModel, text_script
+from tests.fakes.chat import ScriptedChatModel, text_script, unmetered
 
 SCHEMA = {
     "type": "object",
@@ -43,7 +43,11 @@ class Registry:
 
 async def extract(extractor: ChatStructuredExtractor, model: str = "openai:gpt-4o-mini"):
     return await extractor.extract(
-        model=model, schema=SCHEMA, text="Invoice total: 12.50 EUR", file_name="invoice.pdf"
+        model=model,
+        schema=SCHEMA,
+        text="Invoice total: 12.50 EUR",
+        file_name="invoice.pdf",
+        meter=unmetered(),
     )
 
 
@@ -80,7 +84,11 @@ async def test_the_bundled_model_gets_a_shorter_prompt():
     extractor = ChatStructuredExtractor(Registry({"local:smollm2-135m": chat}))
 
     await extractor.extract(
-        model="local:smollm2-135m", schema=SCHEMA, text="x" * 20_000, file_name="big.txt"
+        model="local:smollm2-135m",
+        schema=SCHEMA,
+        text="x" * 20_000,
+        file_name="big.txt",
+        meter=unmetered(),
     )
 
     (request,) = chat.requests
@@ -95,7 +103,9 @@ async def test_a_remote_document_is_cut_at_max_text_chars():
     chat = ScriptedChatModel(text_script('{"total": 1, "currency": "USD"}'))
     extractor = ChatStructuredExtractor(Registry({"openai:m": chat}), max_text_chars=100)
 
-    await extractor.extract(model="openai:m", schema=SCHEMA, text="y" * 500, file_name="f")
+    await extractor.extract(
+        model="openai:m", schema=SCHEMA, text="y" * 500, file_name="f", meter=unmetered()
+    )
 
     assert chat.requests[0].turns[1].content == "File: f\n\n" + "y" * 100
 
@@ -170,6 +180,6 @@ async def test_an_invalid_schema_is_refused_before_asking_the_registry():
 
     with pytest.raises(StructuredExtractionFailed, match="not a valid JSON Schema"):
         await ChatStructuredExtractor(registry).extract(
-            model="openai:m", schema={"type": "nope"}, text="t", file_name="f"
+            model="openai:m", schema={"type": "nope"}, text="t", file_name="f", meter=unmetered()
         )
     assert registry.asked == []

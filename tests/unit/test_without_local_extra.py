@@ -16,6 +16,7 @@ from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.openai.gateway import OpenAIGateway
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
+from tests.fakes.chat import unmetered
 
 LOCAL_PACKAGES = (
     "torch",
@@ -43,6 +44,7 @@ SCRIPT = textwrap.dedent(
     from application.ports.chat_model import ChatModelUnavailable, ChatRequest, ChatTurn
     from application.ports.embedder import EmbeddingFailed
     from application.ports.structured_extractor import StructuredExtractionFailed
+    from tests.fakes.chat import unmetered
 
 
     def answer(request):
@@ -66,7 +68,7 @@ SCRIPT = textwrap.dedent(
         results["chat"] = repr(events[0])
         results["embed"] = await embedders.get("openai:e", 2).embed(["a"])
         results["extract"] = await extractor.extract(
-            model="openai:m", schema={"type": "object"}, text="t", file_name="f"
+            model="openai:m", schema={"type": "object"}, text="t", file_name="f", meter=unmetered()
         )
         try:
             chats.get("local:smollm2-135m")
@@ -78,7 +80,8 @@ SCRIPT = textwrap.dedent(
             results["local embeddings"] = failure.message
         try:
             await extractor.extract(
-                model="local:smollm2-135m", schema={"type": "object"}, text="t", file_name="f"
+                model="local:smollm2-135m", schema={"type": "object"}, text="t", file_name="f",
+                meter=unmetered(),
             )
         except StructuredExtractionFailed as failure:
             results["local extraction"] = failure.message
@@ -118,7 +121,11 @@ async def test_extraction_on_the_bundled_model_without_its_packages(monkeypatch)
 
     with pytest.raises(StructuredExtractionFailed) as caught:
         await ChatStructuredExtractor(registry).extract(
-            model="local:smollm2-135m", schema={"type": "object"}, text="t", file_name="f"
+            model="local:smollm2-135m",
+            schema={"type": "object"},
+            text="t",
+            file_name="f",
+            meter=unmetered(),
         )
 
     assert "install agent-platform[local]" in caught.value.message

@@ -19,6 +19,7 @@ import jsonschema
 
 from adapters.llm.supervisor import STOPPED
 from application.ports.chat_model import (
+    CallMeter,
     ChatModel,
     ChatModelError,
     ChatModelRegistry,
@@ -26,6 +27,7 @@ from application.ports.chat_model import (
     ChatRequest,
     ChatTurn,
     TextDelta,
+    Usage,
 )
 from application.ports.structured_extractor import StructuredExtractionFailed
 from domain.models import LOCAL_CHAT_MODELS
@@ -63,7 +65,13 @@ class ChatStructuredExtractor:
         self._timeout = timeout
 
     async def extract(
-        self, *, model: str, schema: Mapping[str, Any], text: str, file_name: str
+        self,
+        *,
+        model: str,
+        schema: Mapping[str, Any],
+        text: str,
+        file_name: str,
+        meter: CallMeter,
     ) -> dict[str, Any]:
         try:
             jsonschema.Draft202012Validator.check_schema(dict(schema))
@@ -79,7 +87,8 @@ class ChatStructuredExtractor:
                 # A model the platform ships but this installation cannot run: say why.
                 raise StructuredExtractionFailed(failure.message) from None
             raise StructuredExtractionFailed(f"Unknown extraction model '{model}'.") from None
-        answer = await self._ask(chat_model, self._request(model, dict(schema), text, file_name))
+        request = self._request(model, dict(schema), text, file_name)
+        answer = await self._ask(chat_model, request, meter)
         return self._validated(answer, schema)
 
     def _request(
@@ -105,21 +114,23 @@ class ChatStructuredExtractor:
             response_schema=schema,
         )
 
-    async def _ask(self, chat_model: ChatModel, request: ChatRequest) -> str:
-        pieces: list[str] = []
-        try:
-            async with asyncio.timeout(self._timeout):
-                async for event in chat_model.stream(request):
-                    if isinstance(event, TextDelta):
-                        pieces.append(event.text)
-        except ChatModelError as failure:
-            if failure.message == STOPPED:
-                # A crashed local runner is restarted: the queue's retry gets the next one.
-                raise
-            raise StructuredExtractionFailed(failure.message) from None
-        except TimeoutError:
-            raise StructuredExtractionFailed("The extraction model took too long.") from None
-        return "".join(pieces)
+    async def _ask(self, chat_model: ChatModel, request: ChatRequest, meter: CallMeter) -> str:
+        async with meter.metered(request, chat_model.info.context_tokens) as record:
+            try:
+                async with asyncio.timeout(self._timeout):
+                    async for event in chat_model.stream(request):
+                        if isinstance(event, TextDelta):
+                            record.text.append(event.text)
+                        elif isinstance(event, Usage):
+                            record.usage = event
+            except ChatModelError as failure:
+                if failure.message == STOPPED:
+                    # A crashed local runner is restarted: the queue's retry gets the next one.
+                    raise
+                raise StructuredExtractionFailed(failure.message) from None
+            except TimeoutError:
+                raise StructuredExtractionFailed("The extraction model took too long.") from None
+            return "".join(record.text)
 
     @staticmethod
     def _validated(answer: str, schema: Mapping[str, Any]) -> dict[str, Any]:

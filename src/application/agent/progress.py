@@ -6,7 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from application.ports.chat_model import ChatTurn, Usage
+from application.metering import Reservation
+from application.ports.chat_model import Usage
 from application.ports.chat_streams import ChatStreamWriter
 from domain import chat_stream
 from domain.chunks import SearchResult
@@ -16,14 +17,14 @@ from domain.chunks import SearchResult
 class Progress:
     """What an answer has produced so far: every chunk goes to live readers at once and waits
     in `pending` until stored; `parts` is the message as stored; `calls` holds each model
-    call's prompt, text and usage, charged once the answer ends."""
+    call's reservation, prompt, answer and usage, settled once the answer ends."""
 
     writer: ChatStreamWriter
     pending: list[chat_stream.Chunk] = field(default_factory=list)
     parts: list[dict[str, Any]] = field(default_factory=list)
     next_seq: int = 0
     open_text: str | None = None
-    calls: list[tuple[Sequence[ChatTurn], str, Usage | None]] = field(default_factory=list)
+    calls: list[tuple[Reservation, list[str], str, Usage | None]] = field(default_factory=list)
     cited: set[str] = field(default_factory=set)
     last_flush: float = field(default_factory=time.monotonic)
 

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
+
+DEFAULT_MAX_OUTPUT_TOKENS = 1024
 
 
 class ChatModelError(Exception):
@@ -59,7 +62,7 @@ class ChatRequest:
     model: str
     turns: Sequence[ChatTurn]
     tools: Sequence[ToolSpec] = ()
-    max_output_tokens: int | None = 1024
+    max_output_tokens: int | None = DEFAULT_MAX_OUTPUT_TOKENS
     temperature: float | None = None
     tool_choice: str | None = None
     response_schema: Mapping[str, Any] | None = None
@@ -131,4 +134,27 @@ class ChatModelRegistry(Protocol):
 
     def get(self, model: str) -> ChatModel:
         """The model; `ChatModelUnavailable` when this deployment cannot serve it."""
+        ...
+
+
+@dataclass(slots=True)
+class CallRecord:
+    """What one metered model call produced; the caller fills it in as the answer comes."""
+
+    text: list[str] = field(default_factory=list)
+    usage: Usage | None = None
+
+
+class CallMeter(Protocol):
+    """Meters the model calls an adapter makes on someone's behalf (an organization's spend).
+
+    `metered(request, context_tokens)` is entered right before `request` is sent: it admits the
+    call or raises (a spend cap reached); on exit it charges what the record says the call
+    produced, whatever the outcome.
+    """
+
+    def metered(
+        self, request: ChatRequest, context_tokens: int
+    ) -> AbstractAsyncContextManager[CallRecord]:
+        """The call's record, to fill while it runs."""
         ...

@@ -3,6 +3,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Protocol
 
+from application.ports.chat_model import CallMeter
+
 
 class StructuredExtractionFailed(Exception):
     """The model could not fill the schema; `message` is shown to the file's owner."""
@@ -22,7 +24,13 @@ class StructuredExtractor(Protocol):
     """
 
     async def extract(
-        self, *, model: str, schema: Mapping[str, Any], text: str, file_name: str
+        self,
+        *,
+        model: str,
+        schema: Mapping[str, Any],
+        text: str,
+        file_name: str,
+        meter: CallMeter,
     ) -> dict[str, Any]:
-        """The extracted object."""
+        """The extracted object; each model call goes through `meter` (which may refuse it)."""
         ...

@@ -1,14 +1,52 @@
 from __future__ import annotations
 
+from collections.abc import Mapping
+from datetime import timedelta
+from decimal import Decimal
 from typing import Protocol
 
+from domain.spend import CapPeriod, CapStatus, Period
 from domain.usage import UsageEntry
 
 
 class UsageLedger(Protocol):
-    """Where every model call's tokens and cost are recorded, per organization; spend caps
-    read it. A record is written in its own transaction, whatever becomes of the caller's."""
+    """Where every model call's tokens and cost are recorded, per organization, and where calls
+    under way reserve their worst case against the organization's spend caps.
 
-    async def record(self, entry: UsageEntry) -> None:
-        """Append one entry."""
+    Each method is its own transaction, whatever becomes of the caller's: a response that fails
+    and rolls back is still charged for its tokens.
+    """
+
+    async def record(self, entry: UsageEntry, *, settles: str | None = None) -> None:
+        """Append one entry; with `settles`, drop that reservation in the same transaction."""
+        ...
+
+    async def reserve(
+        self,
+        org_id: str,
+        reservation_id: str,
+        amount: Decimal,
+        *,
+        ttl: timedelta,
+        periods: Mapping[CapPeriod, Period],
+    ) -> list[CapStatus]:
+        """Atomically against every other reservation of the organization: when what each
+        capped period recorded plus what is reserved is still below its cap, reserve `amount`
+        until it is settled, released or `ttl` passes, and return nothing; otherwise reserve
+        nothing and return the periods reached (their `spent` includes what is reserved). An
+        organization without caps reserves nothing and is never refused."""
+        ...
+
+    async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
+        """Set a reservation's amount, once the call's real worst case is known."""
+        ...
+
+    async def release(self, org_id: str, reservation_id: str) -> None:
+        """Drop a reservation whose call cost nothing."""
+        ...
+
+    async def spent(
+        self, org_id: str, periods: Mapping[CapPeriod, Period]
+    ) -> dict[CapPeriod, Decimal]:
+        """What the organization's recorded model calls cost in each period."""
         ...

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from application.metering import SpendMeter
 from application.ports.chunk_repository import ChunkRepository
 from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
 from application.ports.embedding_parts import EmbeddedPart, EmbeddingParts, StagedPart
@@ -16,6 +17,7 @@ from application.use_cases.process_file import (
     store_passages,
 )
 from domain.files import ProcessingStatus
+from domain.spend import SpendCapReached
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -51,7 +53,9 @@ class EmbedFilePart:
         embedders: EmbedderRegistry,
         uow: UnitOfWork,
         limits: ProcessingLimits,
+        meter: SpendMeter,
     ) -> None:
+        self._meter = meter
         self._files = files
         self._kbs = knowledge_bases
         self._chunks = chunks
@@ -71,10 +75,13 @@ class EmbedFilePart:
         if staged.starts > self._limits.max_runs:
             return await self._fail(command, TOO_MANY_RUNS)
         try:
-            embedded = await embed_with(self._embedders, staged.models, staged.passages)
+            embedders = self._meter.embedders(self._embedders, org_id)
+            embedded = await embed_with(embedders, staged.models, staged.passages)
             return await self._finish(command, staged, embedded)
         except EmbeddingFailed as failure:
             return await self._fail(command, failure.message)
+        except SpendCapReached as refused:
+            return await self._fail(command, refused.explanation)
         except Exception as error:
             if not command.last_attempt:
                 raise
@@ -101,9 +108,8 @@ class EmbedFilePart:
         missing = [choice for choice in wanted if choice not in staged.models]
         if missing:
             passages = await self._parts.passages(org_id, record_id)
-            await store_passages(
-                self._chunks, file, await embed_with(self._embedders, missing, passages)
-            )
+            embedders = self._meter.embedders(self._embedders, org_id)
+            await store_passages(self._chunks, file, await embed_with(embedders, missing, passages))
         await self._parts.publish(
             org_id,
             knowledge_base_id=kb.id,

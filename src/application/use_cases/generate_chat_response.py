@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Sequence
@@ -11,6 +12,7 @@ from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
 from application.agent.prompt import latest_user_text, prompt_turns, search_passages
 from application.agent.tool_calls import run_tool_call
+from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
 from application.ports.chat_launcher import CANCEL_REQUESTED
 from application.ports.chat_model import (
     ChatModel,
@@ -29,14 +31,13 @@ from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreamWriter
 from application.ports.embedder import EmbeddingFailed
 from application.ports.knowledge_search import KnowledgeSearch
-from application.ports.usage_ledger import UsageLedger
 from application.tools.registry import Toolbox, ToolRegistry
-from application.use_cases.model_usage import record_model_usage
 from domain import chat_stream
 from domain.agents import Agent
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
-from domain.usage import PriceList, UsagePurpose
+from domain.spend import SpendCapReached
+from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
 
@@ -55,6 +56,7 @@ class GenerateChatResponseCommand:
     message_id: str
     agent: Agent
     history: list[StoredMessage]
+    admission: Reservation | None = None
 
 
 class _CancelRequested(Exception):
@@ -74,9 +76,12 @@ class GenerateChatResponse:
     offered to at most five model calls; a model still asking for them then answers without.
     A model that takes no tools gets instead, in its instructions, the agent's skills that best
     match the member's message (`InlineSkills`).
-    Every model call's tokens and cost go to the usage ledger. A cancel (from this process or
-    another, seen at the next store or heartbeat) ends the answer `cancelled`; a model failure
-    ends it `failed` with an `error` chunk; either way what was produced is kept.
+    Every model call reserves its worst case against the spend caps before it starts (the
+    first one uses `admission`, reserved when the message was accepted, resized to the real
+    prompt) and settles to its tokens and cost in the usage ledger once the answer ends; a
+    later step refused at a cap fails the answer with "Spend cap reached". A cancel (from this
+    process or another, seen at the next store or heartbeat) ends the answer `cancelled`; a
+    model failure ends it `failed` with an `error` chunk; either way what was produced is kept.
     """
 
     def __init__(
@@ -86,16 +91,14 @@ class GenerateChatResponse:
         search: KnowledgeSearch,
         tools: ToolRegistry,
         inline_skills: InlineSkills,
-        ledger: UsageLedger,
-        prices: PriceList,
+        meter: SpendMeter,
     ) -> None:
         self._models = models
         self._runs = runs
         self._search = search
         self._tools = tools
         self._inline_skills = inline_skills
-        self._ledger = ledger
-        self._prices = prices
+        self._meter = meter
 
     async def execute(self, command: GenerateChatResponseCommand, writer: ChatStreamWriter) -> None:
         progress = Progress(writer)
@@ -119,6 +122,10 @@ class GenerateChatResponse:
             progress.end_text()
             status, error = StreamStatus.FAILED, failure.message
             progress.emit_all(chat_stream.failure(failure.message))
+        except SpendCapReached as refused:
+            progress.end_text()
+            status, error = StreamStatus.FAILED, refused.explanation
+            progress.emit_all(chat_stream.failure(error))
         except EmbeddingFailed as failure:
             progress.end_text()
             status = StreamStatus.FAILED
@@ -145,9 +152,11 @@ class GenerateChatResponse:
             log.exception("chat response %s could not be stored", command.run_id)
         finally:
             writer.close()
-        # Charged once the reader has the whole answer, so that the ledger adds no latency.
-        for turns, text, usage in progress.calls:
-            await self._record_usage(command, turns, text, usage)
+        # Settled once the reader has the whole answer, so that the ledger adds no latency.
+        if command.admission is not None and not progress.calls:
+            await self._meter.release(command.admission)
+        for reservation, prompt, answer, usage in progress.calls:
+            await self._meter.finish(reservation, prompt=prompt, answer=answer, usage=usage)
 
     async def _heartbeat(self, command: GenerateChatResponseCommand, main: Any) -> None:
         """Keeps the run alive while the model is silent, and notices a cancel asked for
@@ -224,11 +233,12 @@ class GenerateChatResponse:
         turns: Sequence[ChatTurn],
         tools: Sequence[ToolSpec],
     ) -> tuple[list[ToolCall], str]:
-        name = command.agent.model.partition(":")[2]
+        request = ChatRequest(model=command.agent.model.partition(":")[2], turns=turns, tools=tools)
+        reservation = await self._reserve(command, progress, model, request)
         calls: list[ToolCall] = []
         text: list[str] = []
         usage: Usage | None = None
-        events = model.stream(ChatRequest(model=name, turns=turns, tools=tools))
+        events = model.stream(request)
         try:
             async for event in events:
                 if isinstance(event, TextDelta):
@@ -252,25 +262,31 @@ class GenerateChatResponse:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
-            progress.calls.append((tuple(turns), "".join(text), usage))
+            answer = "".join(text) + "".join(json.dumps(call.arguments) for call in calls)
+            progress.calls.append((reservation, request_texts(request), answer, usage))
         return calls, "".join(text)
 
-    async def _record_usage(
+    async def _reserve(
         self,
         command: GenerateChatResponseCommand,
-        turns: Sequence[ChatTurn],
-        text: str,
-        usage: Usage | None,
-    ) -> None:
-        await record_model_usage(
-            self._ledger,
-            self._prices,
+        progress: Progress,
+        model: ChatModel,
+        request: ChatRequest,
+    ) -> Reservation:
+        context = model.info.context_tokens
+        if command.admission is not None and not progress.calls:
+            input_tokens, output_tokens = self._meter.worst_case(
+                command.agent.model, request_texts(request), request.max_output_tokens, context
+            )
+            await self._meter.resize(
+                command.admission, input_tokens=input_tokens, output_tokens=output_tokens
+            )
+            return command.admission
+        call = MeteredCall(
             org_id=command.caller.org_id,
             user_id=command.caller.user_id,
             thread_id=command.thread_id,
             purpose=UsagePurpose.CHAT,
             model=command.agent.model,
-            turns=turns,
-            answer=text,
-            usage=usage,
         )
+        return await self._meter.reserve_request(call, request, context)

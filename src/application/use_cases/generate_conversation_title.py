@@ -4,6 +4,7 @@ import asyncio
 import logging
 from dataclasses import dataclass
 
+from application.metering import MeteredCall, SpendMeter, request_texts
 from application.ports.agent_repository import AgentRepository
 from application.ports.chat_model import (
     ChatModel,
@@ -16,8 +17,6 @@ from application.ports.chat_model import (
 )
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork
-from application.ports.usage_ledger import UsageLedger
-from application.use_cases.model_usage import record_model_usage
 from domain.agents import DEFAULT_CHAT_MODEL, Agent
 from domain.conversations import (
     Conversation,
@@ -27,7 +26,8 @@ from domain.conversations import (
     validate_title,
 )
 from domain.errors import Invalid
-from domain.usage import PriceList, UsagePurpose
+from domain.spend import SpendCapReached
+from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
 
@@ -64,9 +64,10 @@ class GenerateConversationTitle:
     cleaned (first line, no Markdown, quotes or label, at most 80 characters) and must pass
     the title rules; otherwise the fallback stays. A model that fails, is unavailable or
     takes longer than a minute leaves the fallback too: the failure is logged and the job
-    ends without error, so it is not retried. The call's tokens and cost go to the usage
-    ledger (purpose `title`), estimated from the text length (4 characters a token) when the
-    provider reports none. Any other error propagates, so that the queue retries.
+    ends without error, so it is not retried; so does a call refused at a spend cap. The
+    call reserves its worst case against the caps and settles to its tokens and cost in the
+    usage ledger (purpose `title`; see `SpendMeter`). Any other error propagates, so that the
+    queue retries.
     """
 
     def __init__(
@@ -74,8 +75,7 @@ class GenerateConversationTitle:
         conversations: ConversationRepository,
         agents: AgentRepository,
         models: ChatModelRegistry,
-        ledger: UsageLedger,
-        prices: PriceList,
+        meter: SpendMeter,
         uow: UnitOfWork,
         default_chat_model: str = DEFAULT_CHAT_MODEL,
         timeout: float = MODEL_TIMEOUT,
@@ -83,8 +83,7 @@ class GenerateConversationTitle:
         self._conversations = conversations
         self._agents = agents
         self._models = models
-        self._ledger = ledger
-        self._prices = prices
+        self._meter = meter
         self._uow = uow
         self._model = default_chat_model
         self._timeout = timeout
@@ -111,7 +110,7 @@ class GenerateConversationTitle:
         ]
         try:
             answer = await self._ask(conversation, turns)
-        except ChatModelError as error:
+        except (ChatModelError, SpendCapReached) as error:
             log.warning(
                 "title generation for %s failed, the fallback title stays: %s",
                 thread_id,
@@ -146,6 +145,17 @@ class GenerateConversationTitle:
             max_output_tokens=MAX_OUTPUT_TOKENS,
             temperature=TEMPERATURE,
         )
+        reservation = await self._meter.reserve_request(
+            MeteredCall(
+                org_id=conversation.org_id,
+                user_id=conversation.user_id,
+                thread_id=conversation.thread_id,
+                purpose=UsagePurpose.TITLE,
+                model=self._model,
+            ),
+            request,
+            model.info.context_tokens,
+        )
         text: list[str] = []
         usage: Usage | None = None
         events = model.stream(request)
@@ -162,24 +172,10 @@ class GenerateConversationTitle:
             close = getattr(events, "aclose", None)
             if close is not None:
                 await close()
-            await self._record_usage(conversation, turns, "".join(text), usage)
+            await self._meter.finish(
+                reservation, prompt=request_texts(request), answer="".join(text), usage=usage
+            )
         return "".join(text)
-
-    async def _record_usage(
-        self, conversation: Conversation, turns: list[ChatTurn], text: str, usage: Usage | None
-    ) -> None:
-        await record_model_usage(
-            self._ledger,
-            self._prices,
-            org_id=conversation.org_id,
-            user_id=conversation.user_id,
-            thread_id=conversation.thread_id,
-            purpose=UsagePurpose.TITLE,
-            model=self._model,
-            turns=turns,
-            answer=text,
-            usage=usage,
-        )
 
 
 def _bounded(text: str, limit: int, *, one_line: bool = True) -> str:

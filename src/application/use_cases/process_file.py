@@ -4,6 +4,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from application.metering import MeteredCall, SpendMeter
 from application.ports.chunk_repository import ChunkRepository, EmbeddedChunk
 from application.ports.chunker import Chunker
 from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
@@ -20,6 +21,8 @@ from domain.errors import NotFound
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 from domain.files import KnowledgeBaseFile, ProcessingStatus, file_folder
 from domain.knowledge_bases import KnowledgeBase
+from domain.spend import SpendCapReached
+from domain.usage import UsagePurpose
 
 MISSING_OBJECT = "The uploaded file was not found in storage; upload it again."
 TOO_MANY_RUNS = "Processing was interrupted too many times; the file may be too large or malformed."
@@ -130,7 +133,9 @@ class ProcessFile:
         jobs: JobQueue,
         uow: UnitOfWork,
         limits: ProcessingLimits,
+        meter: SpendMeter,
     ) -> None:
+        self._meter = meter
         self._files = files
         self._kbs = knowledge_bases
         self._chunks = chunks
@@ -171,6 +176,8 @@ class ProcessFile:
             return await self._fail(file, ProcessingStatus.EXTRACT_FAILED, failure.message)
         except EmbeddingFailed as failure:
             return await self._fail(file, ProcessingStatus.CHUNK_FAILED, failure.message)
+        except SpendCapReached as refused:
+            return await self._fail(file, stage, refused.explanation)
         except Exception as error:
             if not command.last_attempt:
                 raise
@@ -218,6 +225,15 @@ class ProcessFile:
             schema=kb.extraction_schema,
             text=document.markdown,
             file_name=file.file_name,
+            meter=self._meter.scope(
+                MeteredCall(
+                    org_id=file.org_id,
+                    user_id=None,
+                    thread_id=None,
+                    purpose=UsagePurpose.EXTRACTION,
+                    model=kb.extraction_model,
+                )
+            ),
         )
         await self._files.set_extracted_data(file.org_id, file.id, data)
         await self._uow.commit()
@@ -244,14 +260,15 @@ class ProcessFile:
                 await self._jobs.enqueue(embed_file_part_job(file.org_id, file.id, part_id))
             await self._uow.commit()
             return ProcessingStatus.CHUNKING
-        embedded = await embed_with(self._embedders, models, chunks)
+        embedders = self._meter.embedders(self._embedders, file.org_id)
+        embedded = await embed_with(embedders, models, chunks)
         current = await self._kbs.get(file.org_id, kb.id, for_share=True)
         if current is None:
             await self._uow.rollback()
             return None
         wanted = models_of(current)
         missing = [choice for choice in wanted if choice not in models]
-        embedded += await embed_with(self._embedders, missing, chunks)
+        embedded += await embed_with(embedders, missing, chunks)
         await store_passages(self._chunks, file, [p for p in embedded if p.model in wanted])
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.COMPLETED)
         await self._uow.commit()

@@ -2,12 +2,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from application.metering import SpendMeter
 from application.ports.chunk_repository import ChunkRepository, EmbeddedChunk
 from application.ports.embedder import EmbedderRegistry, EmbeddingFailed
 from application.ports.file_repository import FileRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.files import ProcessingStatus
+from domain.spend import SpendCapReached
 
 INTERRUPTED = (
     "Re-embedding was interrupted too many times (the worker running it stopped); "
@@ -44,7 +46,9 @@ class ReembedKnowledgeBase:
         chunks: ChunkRepository,
         embedders: EmbedderRegistry,
         uow: UnitOfWork,
+        meter: SpendMeter,
     ) -> None:
+        self._meter = meter
         self._kbs = knowledge_bases
         self._files = files
         self._chunks = chunks
@@ -59,7 +63,7 @@ class ReembedKnowledgeBase:
             return False
         model, dimensions = kb.pending_embedding_model, kb.pending_embedding_dimensions
         try:
-            embedder = self._embedders.get(model, dimensions)
+            embedder = self._meter.embedders(self._embedders, org_id).get(model, dimensions)
             for file in await self._files.list_for_knowledge_base(org_id, kb.id):
                 if file.processing_status is not ProcessingStatus.COMPLETED:
                     continue
@@ -79,6 +83,8 @@ class ReembedKnowledgeBase:
                 await self._uow.commit()
         except EmbeddingFailed as failure:
             return await self._abandon(org_id, kb.id, model, failure.message)
+        except SpendCapReached as refused:
+            return await self._abandon(org_id, kb.id, model, refused.explanation)
         except Exception as error:
             if not command.last_attempt:
                 raise

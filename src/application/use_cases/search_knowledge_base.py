@@ -3,6 +3,7 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from application.metering import SpendMeter
 from application.ports.chunk_repository import ChunkRepository, SearchScope
 from application.ports.embedder import EmbedderRegistry
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
@@ -35,7 +36,9 @@ class SearchKnowledgeBase:
     none left finds nothing); a query of 1 to 2000 characters without NUL (400 naming
     `query`); `top_k` from 1 to 50, default 8. The query is embedded once per embedding model
     in use among them; results fuse vector and full-text rankings, best first, and come from
-    each knowledge base's current model (not one still being re-embedded). Chat reuses it.
+    each knowledge base's current model (not one still being re-embedded). Embedding the query
+    with a priced model is metered against the spend caps (`SpendCapReached` when refused).
+    Chat reuses it.
     """
 
     def __init__(
@@ -43,7 +46,9 @@ class SearchKnowledgeBase:
         knowledge_bases: KnowledgeBaseRepository,
         chunks: ChunkRepository,
         embedders: EmbedderRegistry,
+        meter: SpendMeter,
     ) -> None:
+        self._meter = meter
         self._kbs = knowledge_bases
         self._chunks = chunks
         self._embedders = embedders
@@ -76,8 +81,11 @@ class SearchKnowledgeBase:
         if not groups:
             return []
         scopes = []
+        embedders = self._meter.embedders(
+            self._embedders, query.caller.org_id, query.caller.user_id
+        )
         for (model, dimensions), ids in groups.items():
-            (vector,) = await self._embedders.get(model, dimensions).embed([query.query])
+            (vector,) = await embedders.get(model, dimensions).embed([query.query])
             scopes.append(
                 SearchScope(
                     knowledge_base_ids=ids,

@@ -3,8 +3,14 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
+from application.metering import MeteredCall, Reservation, SpendMeter
 from application.ports.agent_repository import AgentRepository
 from application.ports.chat_launcher import BackgroundTasks
+from application.ports.chat_model import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
+    ChatModelError,
+    ChatModelRegistry,
+)
 from application.ports.chat_streams import ChatStreams
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.job_queue import JobQueue, generate_title_job
@@ -13,13 +19,14 @@ from application.use_cases.generate_chat_response import (
     GenerateChatResponse,
     GenerateChatResponseCommand,
 )
-from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND
+from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, Agent
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
     FIRST_TITLE_VERSION,
     TITLE_WITH_THREAD,
     NewConversation,
     TitleSource,
+    UserMessage,
     fallback_title,
     parse_thread_id,
     validate_messages,
@@ -28,6 +35,7 @@ from domain.conversations import (
 from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.ids import parse_positive_id, parse_uuid
+from domain.usage import UsagePurpose
 
 RESPONSE_RUNNING = "A response is still being generated in this conversation"
 OTHER_AGENT = "This conversation is with another agent"
@@ -64,8 +72,11 @@ class SendChatMessage:
     a background job asks a model for a better one. With `threadId` the conversation must exist
     and be the caller's (404 otherwise), be with the same agent, have no answer still running
     (409), and `title` may not be given (400). `upstreamConversationId` (a uuid) is stored on
-    creation. The message, the empty assistant message and the run are committed together;
-    only then does the answer start, independent of the request.
+    creation. Before anything is stored, the answer's first model call is admitted against the
+    organization's spend caps (`SpendCapReached` otherwise, nothing stored): it reserves the
+    model's worst case (its whole context window in, its output limit out), which the answer
+    resizes once its prompt is built. The message, the empty assistant message and the run are
+    committed together; only then does the answer start, independent of the request.
     """
 
     def __init__(
@@ -77,6 +88,8 @@ class SendChatMessage:
         streams: ChatStreams,
         tasks: BackgroundTasks,
         generate: GenerateChatResponse,
+        meter: SpendMeter,
+        models: ChatModelRegistry,
     ) -> None:
         self._agents = agents
         self._conversations = conversations
@@ -85,6 +98,8 @@ class SendChatMessage:
         self._streams = streams
         self._tasks = tasks
         self._generate = generate
+        self._meter = meter
+        self._models = models
 
     async def execute(self, command: SendChatMessageCommand) -> ChatStarted:
         caller = command.caller
@@ -106,10 +121,48 @@ class SendChatMessage:
             raise NotFound(AGENT_NOT_FOUND)
 
         created = thread_id is None
+        thread_id = thread_id or str(uuid.uuid4())
+        admission = await self._admit(caller, agent.model, thread_id)
+        try:
+            started = await self._start(
+                caller, agent, message, (thread_id, created), title, upstream, admission
+            )
+        except BaseException:
+            await self._meter.release(admission)
+            raise
+        return started
+
+    async def _admit(self, caller: Caller, model: str, thread_id: str) -> Reservation:
+        call = MeteredCall(
+            org_id=caller.org_id,
+            user_id=caller.user_id,
+            thread_id=thread_id,
+            purpose=UsagePurpose.CHAT,
+            model=model,
+        )
+        try:
+            context = self._models.get(model).info.context_tokens
+        except ChatModelError:
+            # The answer will fail and say why; the admission still checks the caps.
+            context = 0
+        return await self._meter.reserve(
+            call, input_tokens=context, output_tokens=DEFAULT_MAX_OUTPUT_TOKENS
+        )
+
+    async def _start(
+        self,
+        caller: Caller,
+        agent: Agent,
+        message: UserMessage,
+        thread: tuple[str, bool],
+        title: str | None,
+        upstream: str | None,
+        admission: Reservation,
+    ) -> ChatStarted:
+        thread_id, created = thread
         run_id = str(uuid.uuid4())
         message_id = str(uuid.uuid4())
-        if thread_id is None:
-            thread_id = str(uuid.uuid4())
+        if created:
             source = TitleSource.SUPPLIED if title is not None else TitleSource.FALLBACK
             if source is TitleSource.FALLBACK:
                 # Queued first, so that the job and the conversation commit together.
@@ -162,6 +215,7 @@ class SendChatMessage:
             message_id=message_id,
             agent=agent,
             history=history,
+            admission=admission,
         )
         self._tasks.spawn(
             "chat-response", lambda: self._generate.execute(generation, writer), key=run_id

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import structlog
@@ -20,6 +21,7 @@ from domain.errors import (
     PayloadTooLarge,
     Unauthenticated,
 )
+from domain.spend import SpendCapReached
 from entrypoints.http.validation import param_error
 
 log = structlog.get_logger("agent_platform.http")
@@ -113,6 +115,24 @@ def embedding_failed(_: Request[Any, Any, Any], error: EmbeddingFailed) -> Respo
     )
 
 
+def spend_cap_reached(
+    _: Request[Any, Any, Any], error: SpendCapReached
+) -> Response[dict[str, Any]]:
+    """402 with each period reached, and `Retry-After` until the latest of their resets."""
+    details = [
+        {
+            "period": breach.period.value,
+            "cap": float(breach.cap),
+            "spent": float(breach.spent),
+            "resetsAt": breach.resets_at.isoformat().replace("+00:00", "Z"),
+        }
+        for breach in error.breaches
+    ]
+    response = error_response(402, error.message, details)
+    response.headers["Retry-After"] = str(error.retry_after(datetime.now(UTC)))
+    return response
+
+
 def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[dict[str, Any]]:
     log.exception("http.unhandled_error", path=request.url.path, error_type=type(error).__name__)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
@@ -123,5 +143,6 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     ValidationException: validation_error,
     HTTPException: http_error,
     EmbeddingFailed: embedding_failed,
+    SpendCapReached: spend_cap_reached,
     Exception: unexpected_error,
 }

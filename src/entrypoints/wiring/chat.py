@@ -21,6 +21,7 @@ from adapters.background import AsyncioBackgroundTasks
 from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.cancel_listener import PgCancelListener
 from application.agent.inline_skills import InlineSkills
+from application.metering import SpendMeter
 from application.ports.chat_launcher import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
@@ -32,7 +33,6 @@ from application.ports.skill_catalog import (
     SkillFileContent,
     SkillSummary,
 )
-from application.ports.usage_ledger import UsageLedger
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
 from application.tools.read_skill_file import ReadSkillFileTool
@@ -48,7 +48,6 @@ from application.use_cases.search_knowledge_base import (
 from application.use_cases.send_chat_message import SendChatMessage
 from domain.chunks import SearchResult
 from domain.identity import Caller, Identity
-from domain.usage import PriceList
 from entrypoints.database import Database
 
 
@@ -165,9 +164,6 @@ class ChatProvider(Provider):
         search: KnowledgeSearch,
         tools: ToolRegistry,
         skills: SkillCatalog,
-        ledger: UsageLedger,
-        prices: PriceList,
+        meter: SpendMeter,
     ) -> GenerateChatResponse:
-        return GenerateChatResponse(
-            models, runs, search, tools, InlineSkills(skills), ledger, prices
-        )
+        return GenerateChatResponse(models, runs, search, tools, InlineSkills(skills), meter)

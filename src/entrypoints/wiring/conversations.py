@@ -11,9 +11,11 @@ from adapters.postgres.chat_runs import PgChatRunLog
 from adapters.postgres.conversations import PgConversationRepository
 from adapters.postgres.database import FairGate
 from adapters.postgres.usage import PgUsageLedger
+from application.metering import SpendMeter
 from application.ports.agent_repository import AgentRepository
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
+from application.ports.clock import Clock
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.ports.usage_ledger import UsageLedger
@@ -44,17 +46,20 @@ class ConversationProvider(Provider):
     def usage_ledger(self, pool: asyncpg.Pool, gate: FairGate) -> UsageLedger:
         return PgUsageLedger(pool, gate)
 
+    @provide(scope=Scope.APP)
+    def spend_meter(self, ledger: UsageLedger, prices: PriceList, clock: Clock) -> SpendMeter:
+        return SpendMeter(ledger, prices, clock)
+
     @provide
     def generate_title(
         self,
         conversations: ConversationRepository,
         agents: AgentRepository,
         models: ChatModelRegistry,
-        ledger: UsageLedger,
-        prices: PriceList,
+        meter: SpendMeter,
         uow: UnitOfWork,
         settings: Settings,
     ) -> GenerateConversationTitle:
         return GenerateConversationTitle(
-            conversations, agents, models, ledger, prices, uow, settings.default_chat_model
+            conversations, agents, models, meter, uow, settings.default_chat_model
         )

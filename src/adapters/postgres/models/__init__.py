@@ -40,6 +40,7 @@ from .members import (
 )
 from .queue import JobRunModel
 from .skills import SkillFileModel, SkillModel
+from .spend import OrgSettingsModel, SpendReservationModel, UsageDailyModel
 from .tenancy import MembershipModel, OrganizationModel
 
 __all__ = [
@@ -64,10 +65,13 @@ __all__ = [
     "KnowledgeBaseModel",
     "MembershipModel",
     "MembershipRemovalModel",
+    "OrgSettingsModel",
     "OrganizationModel",
     "SkillFileModel",
     "SkillModel",
+    "SpendReservationModel",
     "StagedChunkModel",
+    "UsageDailyModel",
     "UsageEventModel",
     "WebhookReceiptModel",
     "metadata",

@@ -1,0 +1,195 @@
+"""The usage ledger in Postgres: entries, the daily roll-up its trigger keeps, and reservations
+against the spend caps, taken one at a time per organization however many run at once."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+from sqlalchemy import text
+
+from adapters.postgres.database import FairGate, create_pool
+from adapters.postgres.usage import PgUsageLedger
+from domain.spend import CapPeriod, Period, current_periods
+from domain.usage import UsageEntry, UsagePurpose
+
+pytestmark = pytest.mark.usefixtures("clean")
+TTL = timedelta(minutes=15)
+
+
+def entry(org: str, cost: str, **overrides: object) -> UsageEntry:
+    values: dict[str, object] = {
+        "org_id": org,
+        "user_id": "user_1",
+        "thread_id": str(uuid.uuid4()),
+        "purpose": UsagePurpose.CHAT,
+        "model": "openai:gpt-4o-mini",
+        "input_tokens": 1000,
+        "output_tokens": 200,
+        "cost_usd": Decimal(cost),
+    }
+    values.update(overrides)
+    return UsageEntry(**values)  # type: ignore[arg-type]
+
+
+def periods_from(today: datetime) -> dict[CapPeriod, Period]:
+    """A day, a 'week' of the last four days and a 'month' of the last eleven."""
+    day = today.date()
+    resets = today + timedelta(days=1)
+    return {
+        CapPeriod.DAILY: Period(day, resets),
+        CapPeriod.WEEKLY: Period(day - timedelta(days=3), resets),
+        CapPeriod.MONTHLY: Period(day - timedelta(days=10), resets),
+    }
+
+
+async def set_caps(owner_engine, org: str, caps: dict[str, object]) -> None:
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text(
+                "INSERT INTO org_settings (org_id, settings) VALUES (:org, CAST(:s AS jsonb)) "
+                "ON CONFLICT (org_id) DO UPDATE SET settings = EXCLUDED.settings"
+            ),
+            {"org": org, "s": json.dumps({"spendCaps": caps})},
+        )
+
+
+async def reserve(
+    ledger: PgUsageLedger,
+    org: str,
+    amount: Decimal,
+    ttl: timedelta = TTL,
+    reservation_id: str | None = None,
+) -> list:
+    periods = current_periods(datetime.now(UTC))
+    return await ledger.reserve(
+        org, reservation_id or str(uuid.uuid4()), amount, ttl=ttl, periods=periods
+    )
+
+
+async def reservations(owner_engine) -> list[tuple[str, Decimal]]:
+    async with owner_engine.connect() as connection:
+        rows = await connection.execute(
+            text("SELECT org_id, amount_usd FROM spend_reservations ORDER BY created_at")
+        )
+        return [tuple(row) for row in rows]  # type: ignore[misc]
+
+
+async def test_entries_roll_up_per_utc_day_and_are_summed_per_period(app_pool, owner_engine):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    await ledger.record(entry("org_a", "0.00027"))
+    await ledger.record(
+        entry("org_a", "0.5", thread_id=None, user_id=None, purpose=UsagePurpose.TITLE,
+              estimated=True)
+    )  # fmt: skip
+    await ledger.record(entry("org_a", "2"))
+    await ledger.record(entry("org_a", "3"))
+    await ledger.record(entry("org_b", "7.25"))
+    async with owner_engine.begin() as connection:
+        # The trigger moves a changed row's cost between days, and takes a deleted one away.
+        await connection.execute(
+            text(
+                "UPDATE usage_events SET created_at = now() - interval '2 days' "
+                "WHERE org_id = 'org_a' AND cost_usd = 2"
+            )
+        )
+        await connection.execute(
+            text(
+                "UPDATE usage_events SET created_at = now() - interval '40 days' "
+                "WHERE org_id = 'org_a' AND cost_usd = 3"
+            )
+        )
+        await connection.execute(text("DELETE FROM usage_events WHERE org_id = 'org_b'"))
+        await connection.execute(text("INSERT INTO usage_events (org_id, purpose, model, "
+                                      "input_tokens, output_tokens, cost_usd) "
+                                      "VALUES ('org_b', 'chat', 'm', 1, 1, 1.25)"))  # fmt: skip
+        rows = (
+            await connection.execute(
+                text(
+                    "SELECT purpose, user_id, thread_id, input_tokens, output_tokens, estimated "
+                    "FROM usage_events WHERE org_id = 'org_a' AND cost_usd = 0.5"
+                )
+            )
+        ).all()
+        days = (
+            await connection.execute(
+                text("SELECT count(*) FROM usage_daily WHERE org_id = 'org_a'")
+            )
+        ).scalar()
+    assert [tuple(r) for r in rows] == [("title", None, None, 1000, 200, True)]
+    assert days == 3
+    periods = periods_from(datetime.now(UTC))
+    assert await ledger.spent("org_a", periods) == {
+        CapPeriod.DAILY: Decimal("0.50027"),
+        CapPeriod.WEEKLY: Decimal("2.50027"),
+        CapPeriod.MONTHLY: Decimal("2.50027"),
+    }
+    assert (await ledger.spent("org_b", periods))[CapPeriod.DAILY] == Decimal("1.25")
+    assert (await ledger.spent("org_c", periods))[CapPeriod.MONTHLY] == 0
+
+
+async def test_an_organization_without_caps_reserves_nothing(app_pool, owner_engine):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    assert await reserve(ledger, "org_a", Decimal(5)) == []
+    await set_caps(owner_engine, "org_a", {})
+    assert await reserve(ledger, "org_a", Decimal(5)) == []
+    assert await reservations(owner_engine) == []
+
+
+async def test_reservations_count_against_every_cap_until_settled_or_released(
+    app_pool, owner_engine
+):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    periods = current_periods(datetime.now(UTC))
+    await set_caps(owner_engine, "org_a", {"daily": 10, "monthly": 12.5})
+    await ledger.record(entry("org_a", "4"))
+    first, second = str(uuid.uuid4()), str(uuid.uuid4())
+    assert await reserve(ledger, "org_a", Decimal(3), TTL, first) == []
+    assert await reserve(ledger, "org_a", Decimal(3), TTL, second) == []
+    refused = await reserve(ledger, "org_a", Decimal(1))
+    assert [(b.period, b.cap, b.spent) for b in refused] == [(CapPeriod.DAILY, 10, 10)]
+    assert refused[0].resets_at == periods[CapPeriod.DAILY].resets_at
+    # Settling records the real cost and drops the reservation in the same statement.
+    await ledger.record(entry("org_a", "0.5"), settles=first)
+    await ledger.release("org_a", second)
+    assert await reservations(owner_engine) == []
+    assert await reserve(ledger, "org_a", Decimal(9)) == []
+    # 4.5 spent and 9 reserved: both caps are reached now.
+    refused = await reserve(ledger, "org_a", Decimal(0))
+    assert [b.period for b in refused] == [CapPeriod.DAILY, CapPeriod.MONTHLY]
+    # Another organization neither sees nor counts them.
+    assert await reserve(ledger, "org_b", Decimal(99)) == []
+
+
+async def test_a_resized_or_expired_reservation_counts_for_its_new_amount_or_not_at_all(
+    app_pool, owner_engine
+):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    await set_caps(owner_engine, "org_a", {"weekly": 1})
+    big = str(uuid.uuid4())
+    assert await reserve(ledger, "org_a", Decimal(50), TTL, big) == []
+    assert await reserve(ledger, "org_a", Decimal(0))
+    await ledger.resize("org_a", big, Decimal("0.25"))
+    short = timedelta(milliseconds=1)
+    assert await reserve(ledger, "org_a", Decimal(2), short) == []
+    await asyncio.sleep(0.05)
+    # The expired one is gone (deleted by the next reservation), the resized one still counts.
+    assert await reserve(ledger, "org_a", Decimal(0)) == []
+    assert sorted(amount for _, amount in await reservations(owner_engine)) == [0, Decimal("0.25")]
+
+
+async def test_concurrent_reservations_never_admit_past_the_cap(database, owner_engine):
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=12)
+    try:
+        ledger = PgUsageLedger(pool, FairGate(12))
+        await set_caps(owner_engine, "org_a", {"daily": 5})
+        results = await asyncio.gather(*(reserve(ledger, "org_a", Decimal(1)) for _ in range(30)))
+    finally:
+        await pool.close()
+    # Admitted while committed < 5: exactly five of $1, whatever the interleaving.
+    assert sum(1 for breaches in results if not breaches) == 5
+    assert len(await reservations(owner_engine)) == 5
