@@ -22,6 +22,7 @@ import structlog
 from dishka import AsyncContainer, Provider
 
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
+from adapters.postgres.members import prune_webhook_receipts
 from adapters.queue.worker import (
     JobHandler,
     JobKind,
@@ -56,6 +57,9 @@ WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)
 # Answers send a heartbeat every 10 s while they run; six missed ones mean their process died.
 CHAT_STALLED_AFTER = timedelta(seconds=60)
+# Longer than the identity provider retries a webhook message (Svix: about 28 hours), so that a
+# retry is still known as one; older receipts are dropped by the reaper.
+WEBHOOK_RECEIPTS_KEPT = timedelta(days=7)
 TITLE_MAX_CUT_SHORT_RUNS = 1
 
 log = structlog.get_logger("agent_platform.worker")
@@ -132,6 +136,7 @@ def build_worker(
             runs = await connection.fetch(
                 "SELECT * FROM ap_reap_stalled_chat_runs($1)", CHAT_STALLED_AFTER
             )
+            await prune_webhook_receipts(connection, WEBHOOK_RECEIPTS_KEPT)
         return len(rows) + len(runs)
 
     # Above the use cases' own count of runs, which fails the file first.

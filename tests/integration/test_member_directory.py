@@ -18,6 +18,7 @@ from adapters.postgres.members import (
     PgIdentityDirectory,
     PgMembershipRemovals,
     PgWebhookReceipts,
+    prune_webhook_receipts,
 )
 from adapters.postgres.repositories import PgMemberDirectory
 from domain.audit import MEMBER_REMOVED, NewAuditEntry
@@ -266,6 +267,21 @@ async def test_a_webhook_message_is_new_once_across_organizations(app_pool):
         assert await receipts.first_time("msg_1", T0) is False
         assert await receipts.first_time("msg_2", T0) is True
         await db.commit()
+
+
+async def test_the_reaper_prunes_receipts_older_than_the_providers_retries(app_pool):
+    now = datetime.now(UTC)
+    async with org_connection(app_pool, None) as db:
+        receipts = PgWebhookReceipts(db)
+        assert await receipts.first_time("msg_old", now - timedelta(days=8))
+        assert await receipts.first_time("msg_recent", now - timedelta(days=2))
+        await db.commit()
+    async with app_pool.acquire() as connection:
+        assert await prune_webhook_receipts(connection, timedelta(days=7)) == 1
+    async with org_connection(app_pool, None) as db:
+        receipts = PgWebhookReceipts(db)
+        assert await receipts.first_time("msg_recent", now) is False
+        assert await receipts.first_time("msg_old", now) is True
 
 
 async def test_concurrent_deliveries_of_one_message_are_new_once(app_pool):

@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
+
+import asyncpg
 
 from adapters.postgres.database import OrgConnection
 from domain.audit import AuditEntry, NewAuditEntry
@@ -213,3 +215,11 @@ class PgWebhookReceipts:
 
     async def first_time(self, message_id: str, received_at: datetime) -> bool:
         return bool(await self._db.fetch_in_transaction(FIRST_RECEIPT, message_id, received_at))
+
+
+async def prune_webhook_receipts(connection: asyncpg.Connection, older_than: timedelta) -> int:
+    """Drop the receipts of webhook messages received longer than `older_than` ago; how many."""
+    status: str = await connection.execute(
+        "DELETE FROM webhook_receipts WHERE received_at < now() - $1::interval", older_than
+    )
+    return int(status.rsplit(" ", 1)[-1])
