@@ -91,6 +91,7 @@ class Settings:
     default_chat_model: str = DEFAULT_CHAT_MODEL
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
     chat_timeout: int = 120
+    chat_max_output_tokens: int = 1024
     local_llm_threads: int = 2
     local_model_preload: bool = False
     local_model_stall_timeout: int = 60
@@ -231,6 +232,7 @@ class Settings:
             ),
             model_prices=_prices("AP_MODEL_PRICES", text("AP_MODEL_PRICES"), problems),
             chat_timeout=integer("AP_CHAT_TIMEOUT", 120, 5, 3600),
+            chat_max_output_tokens=integer("AP_CHAT_MAX_OUTPUT_TOKENS", 1024, 16, 65536),
             local_llm_threads=integer("AP_LOCAL_LLM_THREADS", 2, 1, 256),
             local_model_preload=(
                 flag("AP_LOCAL_MODEL_PRELOAD") if text("AP_LOCAL_MODEL_PRELOAD") else True

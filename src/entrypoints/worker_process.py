@@ -9,7 +9,6 @@ import contextlib
 import functools
 import os
 import signal
-import sys
 import threading
 import time
 import uuid
@@ -120,8 +119,10 @@ def _stop_with_parent(loop: asyncio.AbstractEventLoop, stop: Callable[[], None])
     `PARENT_GONE_GRACE` seconds, then the process exits."""
 
     def watch() -> None:
+        # os.read, not sys.stdin: a daemon thread blocked in a buffered read holds its lock,
+        # and the interpreter aborts ("could not acquire lock") when it finalizes meanwhile.
         with contextlib.suppress(OSError):
-            while sys.stdin.buffer.read(4096):
+            while os.read(0, 4096):
                 pass
         loop.call_soon_threadsafe(stop)
         time.sleep(PARENT_GONE_GRACE)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -15,15 +16,25 @@ from tests.ai_sdk import assert_accepted, run_ai_sdk_parser
 from tests.e2e.serving import Server
 
 
-@pytest.fixture
-def server(tmp_path) -> Iterator[Server]:
-    running = Server(tmp_path)
+def serving(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[Server]:
+    running = Server(data_dir, env)
     running.start()
     try:
         yield running
     finally:
         if running.process is not None:
             running.stop()
+
+
+@pytest.fixture(scope="module")
+def short_answers(tmp_path_factory) -> Iterator[Server]:
+    """One server for the tests that only need answers to end: short ones end sooner."""
+    yield from serving(tmp_path_factory.mktemp("chat-serve"), {"AP_CHAT_MAX_OUTPUT_TOKENS": "48"})
+
+
+@pytest.fixture
+def server(tmp_path) -> Iterator[Server]:
+    yield from serving(tmp_path)
 
 
 def message(text: str) -> list[dict[str, Any]]:
@@ -42,7 +53,8 @@ def wait_for_end(server: Server, headers: dict[str, str], thread_id: str) -> dic
         time.sleep(0.3)
 
 
-def test_chat_with_the_bundled_model_in_both_modes(server):
+def test_chat_with_the_bundled_model_in_both_modes(short_answers):
+    server = short_answers
     headers = server.headers()
     agent = httpx.post(
         f"{server.base}/agents",
@@ -76,7 +88,8 @@ def test_chat_with_the_bundled_model_in_both_modes(server):
     assert saved["title"]
 
 
-def test_a_client_that_disconnects_loses_nothing(server):
+def test_a_client_that_disconnects_loses_nothing(short_answers):
+    server = short_answers
     headers = server.headers()
     agent = httpx.post(f"{server.base}/agents", json={"name": "Guide"}, headers=headers).json()
     body = {"agentId": agent["agent"]["id"], "messages": message("Tell me about rivers.")}

@@ -133,7 +133,7 @@ def assert_next_answer_works(server: Server, headers: dict[str, str]) -> None:
         f"{server.base}/chat", json=body, headers={**headers, "X-Stream-Response": "false"}
     )
     saved = wait_for_end(server, headers, accepted.json()["threadId"])
-    assert saved["streamStatus"] == "completed"
+    assert saved["streamStatus"] == "completed", saved["messages"][-1]
     assert saved["messages"][-1]["parts"][0]["text"].strip()
 
 

@@ -15,6 +15,7 @@ from application.agent.tool_calls import run_tool_call
 from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
 from application.ports.chat_launcher import CANCEL_REQUESTED
 from application.ports.chat_model import (
+    DEFAULT_MAX_OUTPUT_TOKENS,
     ChatModel,
     ChatModelError,
     ChatModelRegistry,
@@ -92,6 +93,7 @@ class GenerateChatResponse:
         tools: ToolRegistry,
         inline_skills: InlineSkills,
         meter: SpendMeter,
+        max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
     ) -> None:
         self._models = models
         self._runs = runs
@@ -99,6 +101,8 @@ class GenerateChatResponse:
         self._tools = tools
         self._inline_skills = inline_skills
         self._meter = meter
+        self.max_output_tokens = max_output_tokens
+        """The output limit of each model call of an answer."""
 
     async def execute(self, command: GenerateChatResponseCommand, writer: ChatStreamWriter) -> None:
         progress = Progress(writer)
@@ -233,7 +237,12 @@ class GenerateChatResponse:
         turns: Sequence[ChatTurn],
         tools: Sequence[ToolSpec],
     ) -> tuple[list[ToolCall], str]:
-        request = ChatRequest(model=command.agent.model.partition(":")[2], turns=turns, tools=tools)
+        request = ChatRequest(
+            model=command.agent.model.partition(":")[2],
+            turns=turns,
+            tools=tools,
+            max_output_tokens=self.max_output_tokens,
+        )
         reservation = await self._reserve(command, progress, model, request)
         calls: list[ToolCall] = []
         text: list[str] = []

@@ -6,11 +6,7 @@ from dataclasses import dataclass
 from application.metering import MeteredCall, Reservation, SpendMeter
 from application.ports.agent_repository import AgentRepository
 from application.ports.chat_launcher import BackgroundTasks
-from application.ports.chat_model import (
-    DEFAULT_MAX_OUTPUT_TOKENS,
-    ChatModelError,
-    ChatModelRegistry,
-)
+from application.ports.chat_model import ChatModelError, ChatModelRegistry
 from application.ports.chat_streams import ChatStreams
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.job_queue import JobQueue, generate_title_job
@@ -146,7 +142,7 @@ class SendChatMessage:
             # The answer will fail and say why; the admission still checks the caps.
             context = 0
         return await self._meter.reserve(
-            call, input_tokens=context, output_tokens=DEFAULT_MAX_OUTPUT_TOKENS
+            call, input_tokens=context, output_tokens=self._generate.max_output_tokens
         )
 
     async def _start(

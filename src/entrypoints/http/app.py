@@ -55,10 +55,12 @@ async def _warm_up(app: Litestar) -> None:
     container: AsyncContainer = app.state.dishka_container
     await container.get(asyncpg.Pool)
     await container.get(TokenVerifier)
-    await container.get(PgCancelListener)
     settings = await container.get(Settings)
     if settings.local_model_preload and settings.default_chat_model.startswith("local:"):
         (await container.get(LlamaCppChatModel)).start()
+    # After the model: the container closes in the reverse order, so the answers still running
+    # are stopped and recorded as such while their model is still there.
+    await container.get(PgCancelListener)
 
 
 def create_litestar(settings: Settings, database: Database, *providers: Provider) -> Litestar:

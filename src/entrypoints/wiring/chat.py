@@ -48,6 +48,7 @@ from application.use_cases.search_knowledge_base import (
 from application.use_cases.send_chat_message import SendChatMessage
 from domain.chunks import SearchResult
 from domain.identity import Caller, Identity
+from entrypoints.config import Settings
 from entrypoints.database import Database
 
 
@@ -165,5 +166,14 @@ class ChatProvider(Provider):
         tools: ToolRegistry,
         skills: SkillCatalog,
         meter: SpendMeter,
+        settings: Settings,
     ) -> GenerateChatResponse:
-        return GenerateChatResponse(models, runs, search, tools, InlineSkills(skills), meter)
+        return GenerateChatResponse(
+            models,
+            runs,
+            search,
+            tools,
+            InlineSkills(skills),
+            meter,
+            max_output_tokens=settings.chat_max_output_tokens,
+        )
