@@ -48,3 +48,4 @@ bench: $(STAMP)
 	-$(BIN)/python bench/chat_local_tokens.py
 	-$(BIN)/python bench/skills.py
 	-$(BIN)/python bench/members.py
+	-$(BIN)/python bench/spend.py

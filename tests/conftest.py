@@ -24,7 +24,8 @@ TABLES = (
     "knowledge_base_files, knowledge_bases, memberships, organizations, "
     "pgqueuer, pgqueuer_log, pgqueuer_statistics, agents, agent_tags, "
     "conversations, usage_events, skills, invitations, membership_removals, audit_log, "
-    "webhook_receipts, org_settings, usage_daily, spend_reservations"
+    "webhook_receipts, org_settings, usage_daily, spend_reservations, scheduled_tasks, "
+    "scheduled_runs, inbound_emails"
 )
 
 

@@ -42,7 +42,7 @@ class KnowledgeBase:
     embedding_dimensions: int
     extraction_model: str | None
     extraction_schema: dict[str, Any] | None
-    source: dict[str, Any] | None
+    source: str | None
     trigger: dict[str, Any] | None
     pending_embedding_model: str | None
     pending_embedding_dimensions: int | None
@@ -51,6 +51,8 @@ class KnowledgeBase:
     updated_at: datetime
     chunk_size: int = DEFAULT_CHUNK_SIZE
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    inbound_email_address: str | None = None
+    """The address that feeds it by e-mail, when `source` is `email`."""
 
 
 @dataclass(slots=True, kw_only=True)
@@ -89,6 +91,8 @@ class NewKnowledgeBase:
     extraction_schema: dict[str, Any] | None
     chunk_size: int = DEFAULT_CHUNK_SIZE
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    source: str | None = None
+    inbound_email_address: str | None = None
 
 
 def validate_name(value: object) -> str:

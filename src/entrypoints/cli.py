@@ -34,6 +34,7 @@ from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 from entrypoints.cli_skills import run_skills
+from entrypoints.cli_tasks import add_task_commands, run_tasks
 from entrypoints.config import ConfigError, Settings
 from entrypoints.database import Database, resolve_database
 from entrypoints.extras import missing_extras
@@ -98,6 +99,7 @@ def _parser() -> argparse.ArgumentParser:
     for sub in (imports, listing):
         sub.add_argument("--org", required=True, help="organization id to act in")
         sub.add_argument("--user", default="cli", help="user id to act as (default: cli)")
+    add_task_commands(commands)
     return parser
 
 
@@ -114,7 +116,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable()
     if args.command == "token":
         return _token(settings, args)
-    problems = missing_extras(settings, models=args.command not in ("migrate", "skills"))
+    problems = missing_extras(settings, models=args.command not in ("migrate", "skills", "tasks"))
     if problems:
         print(ConfigError(problems), file=sys.stderr)
         return 2
@@ -129,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     if args.command == "skills":
         return asyncio.run(run_skills(settings, database, args))
+    if args.command == "tasks":
+        return asyncio.run(run_tasks(settings, database, args))
     return asyncio.run(_kb(settings, database, args))
 
 

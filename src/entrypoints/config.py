@@ -7,6 +7,7 @@ import base64
 import binascii
 import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -85,6 +86,8 @@ class Settings:
     clerk_secret_key: str | None = field(default=None, repr=False)
     clerk_api_url: str = "https://api.clerk.com"
     identity_webhook_secret: str | None = field(default=None, repr=False)
+    inbound_email_domain: str | None = None
+    inbound_email_secret: str | None = field(default=None, repr=False)
     extract_max_pages: int = 1000
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
@@ -222,6 +225,8 @@ class Settings:
             clerk_api_url=url("AP_CLERK_API_URL", schemes=("http", "https"))
             or "https://api.clerk.com",
             identity_webhook_secret=text("AP_IDENTITY_WEBHOOK_SECRET"),
+            inbound_email_domain=(text("AP_INBOUND_EMAIL_DOMAIN") or "").lower() or None,
+            inbound_email_secret=text("AP_INBOUND_EMAIL_SECRET"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
             embedding_part_size=integer(
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
@@ -242,6 +247,7 @@ class Settings:
             worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
         )
         problems.extend(_identity_problems(settings))
+        problems.extend(_inbound_email_problems(settings))
         if problems:
             raise ConfigError(problems)
         return settings
@@ -254,6 +260,28 @@ def _identity_problems(settings: Settings) -> list[str]:
         problems.append("AP_IDENTITY_WEBHOOK_SECRET must be a whsec_ secret of at least 24 bytes")
     if settings.identity_directory == "clerk" and not settings.clerk_secret_key:
         problems.append("AP_CLERK_SECRET_KEY is required when AP_IDENTITY_DIRECTORY=clerk")
+    return problems
+
+
+MIN_INBOUND_SECRET = 32
+_DOMAIN_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _inbound_email_problems(settings: Settings) -> list[str]:
+    problems = []
+    domain = settings.inbound_email_domain
+    if domain is not None and (
+        len(domain) > 253 or not all(_DOMAIN_LABEL.match(label) for label in domain.split("."))
+    ):
+        problems.append(
+            f"AP_INBOUND_EMAIL_DOMAIN={domain!r} must be a domain name such as in.example.com"
+        )
+    secret = settings.inbound_email_secret
+    if secret is not None and (len(secret) < MIN_INBOUND_SECRET or not secret.isprintable()):
+        problems.append(
+            f"AP_INBOUND_EMAIL_SECRET must be at least {MIN_INBOUND_SECRET} printable characters "
+            "(e.g. openssl rand -hex 32)"
+        )
     return problems
 
 

@@ -36,8 +36,13 @@ from application.ports.job_queue import (
     GENERATE_TITLE,
     PROCESS_FILE,
     REEMBED_KNOWLEDGE_BASE,
+    RUN_SCHEDULED_TASK,
 )
 from application.use_cases.embed_file_part import EmbedFilePart, EmbedFilePartCommand
+from application.use_cases.execute_scheduled_run import (
+    ExecuteScheduledRunCommand,
+    FinishScheduledRun,
+)
 from application.use_cases.generate_conversation_title import (
     GenerateConversationTitle,
     GenerateConversationTitleCommand,
@@ -51,6 +56,7 @@ from domain.identity import ADMIN_ROLE, Identity
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS
 from entrypoints.config import Settings
 from entrypoints.database import Database
+from entrypoints.scheduler import claim_due_tasks, run_scheduled_task
 from entrypoints.wiring import make_container
 
 WORKER_USER = "system:worker"
@@ -61,6 +67,11 @@ CHAT_STALLED_AFTER = timedelta(seconds=60)
 # retry is still known as one; older receipts are dropped by the reaper.
 WEBHOOK_RECEIPTS_KEPT = timedelta(days=7)
 TITLE_MAX_CUT_SHORT_RUNS = 1
+# A run waits for its answer (at most a few model calls of `AP_CHAT_TIMEOUT` each); one still
+# `running` this long lost its worker.
+SCHEDULED_RUN_STALLED_AFTER = timedelta(minutes=30)
+# Not again and again: a run cut short twice (its worker died) is failed.
+SCHEDULED_RUN_MAX_CUT_SHORT_RUNS = 2
 
 log = structlog.get_logger("agent_platform.worker")
 
@@ -120,6 +131,13 @@ def build_worker(
             cut_short_runs=run.cut_short_runs,
         )
 
+    async def fail_scheduled_run(payload: dict[str, Any], _run: JobRun) -> None:
+        command = ExecuteScheduledRunCommand(
+            org_id=str(payload["orgId"]), run_id=str(payload["runId"])
+        )
+        async with in_organization(payload) as request:
+            await (await request.get(FinishScheduledRun)).give_up(command)
+
     async def load_default_embedder() -> None:
         model = settings.default_embedding_model
         dimensions = KNOWN_EMBEDDING_DIMENSIONS.get(model)
@@ -135,6 +153,9 @@ def build_worker(
             rows = await connection.fetch("SELECT * FROM ap_reap_stalled_files($1)", STALLED_AFTER)
             runs = await connection.fetch(
                 "SELECT * FROM ap_reap_stalled_chat_runs($1)", CHAT_STALLED_AFTER
+            )
+            runs += await connection.fetch(
+                "SELECT * FROM ap_reap_stalled_scheduled_runs($1)", SCHEDULED_RUN_STALLED_AFTER
             )
             await prune_webhook_receipts(connection, WEBHOOK_RECEIPTS_KEPT)
         return len(rows) + len(runs)
@@ -172,6 +193,11 @@ def build_worker(
                 give_up=abandon_reembedding,
                 max_cut_short_runs=max_cut_short_runs,
             ),
+            RUN_SCHEDULED_TASK: JobKind(
+                handler=lambda p, _run: run_scheduled_task(container, in_organization, p),
+                give_up=fail_scheduled_run,
+                max_cut_short_runs=SCHEDULED_RUN_MAX_CUT_SHORT_RUNS,
+            ),
             GENERATE_TITLE: JobKind(
                 handler=handler(
                     GenerateConversationTitle,
@@ -190,6 +216,7 @@ def build_worker(
         retry=retry,
         heartbeat_timeout=heartbeat_timeout or timedelta(seconds=settings.worker_heartbeat_timeout),
         reaper=reap,
+        ticker=lambda: claim_due_tasks(container, in_organization),
         on_start=load_default_embedder if warm_up else None,
         worker_id=worker_id,
     )

@@ -57,6 +57,13 @@ def test_a_generated_client_lists_knowledge_bases(tmp_path):
     server.start(timeout=90)
     try:
         document = httpx.get(f"{server.base}/schema/openapi.json").json()
+        # The webhooks are called by the identity and e-mail providers, not by API clients
+        # (and a raw `message/rfc822` body is no type a client generator knows).
+        document["paths"] = {
+            path: item
+            for path, item in document["paths"].items()
+            if not path.startswith("/webhooks/")
+        }
         package = generate(document, tmp_path)
         headers = server.headers(org="org_client")
         created = httpx.post(f"{server.base}/kb/manage", json={"name": "Typed"}, headers=headers)

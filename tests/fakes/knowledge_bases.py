@@ -34,7 +34,6 @@ class FakeKnowledgeBases:
         now = datetime(2026, 1, 1, tzinfo=UTC) + timedelta(seconds=self._next)
         kb = KnowledgeBase(
             id=self._next,
-            source=None,
             trigger=None,
             pending_embedding_model=None,
             pending_embedding_dimensions=None,

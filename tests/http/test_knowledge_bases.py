@@ -16,6 +16,7 @@ KB_FIELDS = {
     "extractionModel",
     "extractionSchema",
     "source",
+    "inboundEmailAddress",
     "trigger",
     "createdAt",
     "updatedAt",

@@ -150,3 +150,30 @@ async def test_twenty_simultaneous_chats_stop_within_one_worst_case_of_the_cap(
     # Only the answered chats stored a conversation; nothing stays reserved.
     assert await scalar(owner_engine, "SELECT count(*) FROM conversations") == len(answered)
     assert await scalar(owner_engine, "SELECT count(*) FROM spend_reservations") == 0
+
+
+async def test_a_chat_is_admitted_even_when_its_request_holds_the_only_connection(
+    settings, database, clean, alice, owner_engine
+):
+    """The ledger has a pool of its own: admitting the answer while the request holds the main
+    pool's only connection must not wait for a second one."""
+    holder = Holder()
+    holder.model = ScriptedChatModel([TextDelta("Fine."), Usage(90, 2)], context_tokens=CONTEXT)
+    tight = dataclasses.replace(
+        settings, model_prices={"openai:scripted": PRICE}, database_pool_size=1
+    )
+    app = create_app(tight, database, ScriptedModels(holder))
+    await set_caps(owner_engine, alice.org, {"daily": 5})
+    async with AsyncTestClient(app=app) as client:
+        agent = await make_agent(client, alice)
+        response = await asyncio.wait_for(
+            client.post(
+                "/chat",
+                json={"agentId": agent["id"], "messages": user_message()},
+                headers={**alice.headers, "X-Stream-Response": "false"},
+            ),
+            20,
+        )
+        assert response.status_code == 202, response.text
+        done = await asyncio.wait_for(settled(client, alice, response.json()["threadId"]), 20)
+    assert done["streamStatus"] == "completed"

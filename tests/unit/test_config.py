@@ -93,3 +93,18 @@ def test_secrets_stay_out_of_the_settings_repr():
     )
     assert settings.identity_webhook_secret == secret
     assert secret not in repr(settings) and "sk-secret" not in repr(settings)
+
+
+def test_inbound_email_settings_are_checked_and_the_secret_kept_out_of_the_repr():
+    secret = "0123456789abcdef" * 4
+    settings = Settings.from_env(
+        {"AP_INBOUND_EMAIL_DOMAIN": "In.Example.COM", "AP_INBOUND_EMAIL_SECRET": secret}
+    )
+    assert settings.inbound_email_domain == "in.example.com"
+    assert settings.inbound_email_secret == secret and secret not in repr(settings)
+    assert Settings.from_env({}).inbound_email_domain is None
+    for domain in ("in example.com", "-bad.com", "a..b", "x" * 64 + ".com", "kb@in.com"):
+        with pytest.raises(ConfigError, match="AP_INBOUND_EMAIL_DOMAIN"):
+            Settings.from_env({"AP_INBOUND_EMAIL_DOMAIN": domain})
+    with pytest.raises(ConfigError, match="AP_INBOUND_EMAIL_SECRET must be at least 32"):
+        Settings.from_env({"AP_INBOUND_EMAIL_SECRET": "short"})

@@ -24,7 +24,7 @@ KB_ORDER = (
     "id", "org_id", "user_id", "name", "description", "embedding_model", "embedding_dimensions",
     "extraction_model", "extraction_schema", "source", "trigger", "pending_embedding_model",
     "pending_embedding_dimensions", "reindex_error", "created_at", "updated_at", "chunk_size",
-    "chunk_overlap",
+    "chunk_overlap", "inbound_email_address",
 )  # fmt: skip
 FILE_ORDER = (
     "id", "org_id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
@@ -54,8 +54,9 @@ GET_SUMMARY = SUMMARIES + " AND kb.id = $2"
 GET_KB = f"SELECT {KB_COLUMNS} FROM knowledge_bases kb WHERE kb.org_id = $1 AND kb.id = $2"
 INSERT_KB = f"""
     INSERT INTO knowledge_bases (org_id, user_id, name, description, embedding_model,
-        embedding_dimensions, extraction_model, extraction_schema, chunk_size, chunk_overlap)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+        embedding_dimensions, extraction_model, extraction_schema, chunk_size, chunk_overlap,
+        source, inbound_email_address)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
     RETURNING {KB_RETURNING}"""
 DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
 LIST_FILES = (
@@ -140,7 +141,7 @@ def _kb(r: Any) -> KnowledgeBase:
         embedding_dimensions=r[6], extraction_model=r[7], extraction_schema=r[8], source=r[9],
         trigger=r[10], pending_embedding_model=r[11], pending_embedding_dimensions=r[12],
         reindex_error=r[13], created_at=r[14], updated_at=r[15], chunk_size=r[16],
-        chunk_overlap=r[17],
+        chunk_overlap=r[17], inbound_email_address=r[18],
     )  # fmt: skip
 
 
@@ -155,8 +156,8 @@ def _file(r: Any) -> KnowledgeBaseFile:
 
 def _summary(r: Any) -> KnowledgeBaseSummary:
     return KnowledgeBaseSummary(
-        knowledge_base=_kb(r), file_count=r[18], total_size=int(r[19]),
-        last_file_uploaded_at=r[20], files_in_progress=r[21],
+        knowledge_base=_kb(r), file_count=r[19], total_size=int(r[20]),
+        last_file_uploaded_at=r[21], files_in_progress=r[22],
     )  # fmt: skip
 
 
@@ -170,7 +171,7 @@ class PgKnowledgeBaseRepository:
         (row,) = await self._db.fetch_in_transaction(
             INSERT_KB, new.org_id, new.user_id, new.name, new.description, new.embedding_model,
             new.embedding_dimensions, new.extraction_model, new.extraction_schema, new.chunk_size,
-            new.chunk_overlap,
+            new.chunk_overlap, new.source, new.inbound_email_address,
         )  # fmt: skip
         return _kb(row)
 

@@ -3,6 +3,12 @@ trigger keeps in `usage_daily`, and `spend_reservations` (migration 0009).
 
 Each call is its own short checkout, independent of whatever transaction the caller is in, so a
 response that fails (and rolls back) is still charged for its tokens.
+
+A charge (`record`) waits for its commit to reach the disk; a reservation, a resize and a release
+do not (`synchronous_commit` off): they are on the path to a chat's first byte, where a flush
+costs about as much as the rest of the check, and a commit is visible to the other sessions'
+checks at once either way. Only a crash of PostgreSQL itself could lose the reservations of
+its last fraction of a second, letting the calls they stood for overshoot a cap once.
 """
 
 from __future__ import annotations
@@ -67,7 +73,7 @@ class PgUsageLedger:
         ttl: timedelta,
         periods: Mapping[CapPeriod, Period],
     ) -> list[CapStatus]:
-        async with org_connection(self._pool, org_id, self._gate) as db:
+        async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             rows = await db.fetch(
                 RESERVE, org_id, uuid.UUID(reservation_id), amount, ttl,
                 *(periods[period].start for period in CapPeriod),
@@ -83,11 +89,11 @@ class PgUsageLedger:
         ]
 
     async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
-        async with org_connection(self._pool, org_id, self._gate) as db:
+        async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             await db.raw.execute(RESIZE, uuid.UUID(reservation_id), amount)
 
     async def release(self, org_id: str, reservation_id: str) -> None:
-        async with org_connection(self._pool, org_id, self._gate) as db:
+        async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             await db.raw.execute(RELEASE, uuid.UUID(reservation_id))
 
     async def spent(

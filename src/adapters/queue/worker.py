@@ -120,6 +120,8 @@ class PgQueuerWorker:
         heartbeat_timeout: timedelta = timedelta(seconds=30),
         reaper: Callable[[], Awaitable[int]] | None = None,
         reap_every: timedelta = timedelta(minutes=1),
+        ticker: Callable[[], Awaitable[int]] | None = None,
+        tick_every: timedelta = timedelta(seconds=10),
         on_start: Callable[[], Awaitable[None]] | None = None,
         worker_id: uuid.UUID | None = None,
     ) -> None:
@@ -132,6 +134,8 @@ class PgQueuerWorker:
         self._heartbeat_timeout = heartbeat_timeout
         self._reaper = reaper
         self._reap_every = reap_every
+        self._ticker = ticker
+        self._tick_every = tick_every
         self._on_start = on_start
         self._manager: QueueManager | None = None
         self._driver: AsyncpgDriver | None = None
@@ -161,7 +165,14 @@ class PgQueuerWorker:
         slots = asyncio.Semaphore(self._concurrency)
         for name, kind in self._kinds.items():
             manager.entrypoint(name)(self._dispatcher(name, kind, slots))
-        reaping = asyncio.create_task(self._reap_periodically()) if self._reaper else None
+        periodic = [
+            asyncio.create_task(self._every(work, interval, what))
+            for work, interval, what in (
+                (self._reaper, self._reap_every, "worker.reaped_stalled_work"),
+                (self._ticker, self._tick_every, "worker.ticked"),
+            )
+            if work is not None
+        ]
         starting = asyncio.create_task(self._start_in_background()) if self._on_start else None
         log.info(
             "worker.started",
@@ -183,10 +194,10 @@ class PgQueuerWorker:
                 starting.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await starting
-            if reaping:
-                reaping.cancel()
+            for task in periodic:
+                task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
-                    await reaping
+                    await task
             await connection.close()
             log.info("worker.stopped")
 
@@ -278,14 +289,17 @@ class PgQueuerWorker:
         else:
             log.info("worker.warmed_up")
 
-    async def _reap_periodically(self) -> None:
-        assert self._reaper is not None
+    async def _every(
+        self, work: Callable[[], Awaitable[int]], interval: timedelta, what: str
+    ) -> None:
+        """`work` now and every `interval` until the worker stops (the reaper; the scheduler's
+        tick); a count it returns above zero is logged as `what`."""
         while not self._stopping.is_set():
             try:
-                reaped = await self._reaper()
-                if reaped:
-                    log.warning("worker.reaped_stalled_files", count=reaped)
-            except Exception:  # the reaper must not stop the worker
-                log.exception("worker.reaper_failed")
+                done = await work()
+                if done:
+                    log.info(what, count=done)
+            except Exception:  # periodic work must not stop the worker
+                log.exception("worker.periodic_failed", work=what)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), self._reap_every.total_seconds())
+                await asyncio.wait_for(self._stopping.wait(), interval.total_seconds())

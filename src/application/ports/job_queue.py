@@ -25,6 +25,7 @@ PROCESS_FILE = "file.process"
 EMBED_FILE_PART = "file.embed"
 REEMBED_KNOWLEDGE_BASE = "kb.reembed"
 GENERATE_TITLE = "chat.title"
+RUN_SCHEDULED_TASK = "task.run"
 
 
 def process_file_job(org_id: str, file_record_id: int) -> Job:
@@ -52,6 +53,15 @@ def generate_title_job(org_id: str, thread_id: str, title_version: int) -> Job:
         kind=GENERATE_TITLE,
         payload={"orgId": org_id, "threadId": thread_id, "titleVersion": title_version},
         dedupe_key=f"{GENERATE_TITLE}:{thread_id}",
+    )
+
+
+def scheduled_run_job(org_id: str, run_id: str) -> Job:
+    """The job that carries out one queued run of a scheduled task."""
+    return Job(
+        kind=RUN_SCHEDULED_TASK,
+        payload={"orgId": org_id, "runId": run_id},
+        dedupe_key=f"{RUN_SCHEDULED_TASK}:{run_id}",
     )
 
 

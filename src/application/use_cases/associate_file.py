@@ -62,6 +62,8 @@ class AssociateFile:
     7. A file id is associated at most once in an organization (409).
     The record is created in `parsing` and the processing job is queued in the same
     transaction, so there is never a record without its job or a job without its record.
+    `associate` does all of it but the commit, for a use case that adds several files in one
+    transaction (inbound e-mail).
     """
 
     def __init__(
@@ -81,6 +83,12 @@ class AssociateFile:
         self._storage = storage
 
     async def execute(self, command: AssociateFileCommand) -> KnowledgeBaseFile:
+        record = await self.associate(command)
+        await self._uow.commit()
+        return record
+
+    async def associate(self, command: AssociateFileCommand) -> KnowledgeBaseFile:
+        """Every rule and write of `execute`, left uncommitted in the caller's transaction."""
         raw_id = str(command.file_id) if isinstance(command.file_id, UUID) else command.file_id
         required = (
             raw_id,
@@ -118,7 +126,6 @@ class AssociateFile:
         new = await self._check_stored(new)
         record = await self._files.add(new)
         await self._jobs.enqueue(process_file_job(org_id, record.id))
-        await self._uow.commit()
         return record
 
     async def _check_stored(self, new: NewFile) -> NewFile:

@@ -7,6 +7,12 @@ from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, validate_chunking
 from domain.identity import Caller
+from domain.inbound_email import (
+    EMAIL_SOURCE,
+    NO_INBOUND_EMAIL,
+    InboundEmailDomain,
+    validate_source,
+)
 from domain.knowledge_bases import (
     KnowledgeBaseSummary,
     NewKnowledgeBase,
@@ -29,6 +35,7 @@ class CreateKnowledgeBaseCommand:
     extraction_schema: object = None
     chunk_size: object = None
     chunk_overlap: object = None
+    source: object = None
 
 
 class CreateKnowledgeBase:
@@ -39,7 +46,9 @@ class CreateKnowledgeBase:
     for known models and must match them; an unlisted OpenAI-compatible model needs its
     dimension count; the extraction model and schema are optional; chunk size (32 to 8192
     tokens, default 256) and overlap (under half the size, default 32) shape how its files are
-    split. The creator is recorded.
+    split. `source` is `"email"` or null: `"email"` gives the knowledge base an address of its
+    own (`kb-<random>@<AP_INBOUND_EMAIL_DOMAIN>`; 400 naming the setting when it is unset), any
+    other value is 400. The creator is recorded.
     """
 
     def __init__(
@@ -47,10 +56,12 @@ class CreateKnowledgeBase:
         knowledge_bases: KnowledgeBaseRepository,
         uow: UnitOfWork,
         default_embedding_model: str = DEFAULT_EMBEDDING_MODEL,
+        inbound: InboundEmailDomain = NO_INBOUND_EMAIL,
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._uow = uow
         self._default_embedding_model = default_embedding_model
+        self._inbound = inbound
 
     async def execute(self, command: CreateKnowledgeBaseCommand) -> KnowledgeBaseSummary:
         name = validate_name(command.name)
@@ -66,6 +77,8 @@ class CreateKnowledgeBase:
             DEFAULT_CHUNK_SIZE if command.chunk_size is None else command.chunk_size,
             DEFAULT_CHUNK_OVERLAP if command.chunk_overlap is None else command.chunk_overlap,
         )
+        source = validate_source(command.source)
+        address = self._inbound.new_address() if source == EMAIL_SOURCE else None
         kb = await self._knowledge_bases.add(
             NewKnowledgeBase(
                 org_id=command.caller.org_id,
@@ -78,6 +91,8 @@ class CreateKnowledgeBase:
                 extraction_schema=schema,
                 chunk_size=chunk_size,
                 chunk_overlap=chunk_overlap,
+                source=source,
+                inbound_email_address=address,
             )
         )
         await self._uow.commit()

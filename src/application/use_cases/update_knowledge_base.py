@@ -10,6 +10,12 @@ from domain.chunks import validate_chunking
 from domain.errors import NotFound
 from domain.identity import Caller
 from domain.ids import parse_positive_id
+from domain.inbound_email import (
+    EMAIL_SOURCE,
+    NO_INBOUND_EMAIL,
+    InboundEmailDomain,
+    validate_source,
+)
 from domain.knowledge_bases import (
     KB_ID_REQUIRED,
     KB_NOT_FOUND,
@@ -35,6 +41,7 @@ class UpdateKnowledgeBaseCommand:
     extraction_schema: object | Unset = UNSET
     chunk_size: object | Unset = UNSET
     chunk_overlap: object | Unset = UNSET
+    source: object | Unset = UNSET
 
 
 class UpdateKnowledgeBase:
@@ -45,6 +52,9 @@ class UpdateKnowledgeBase:
     Changing the embedding model of a knowledge base without files takes effect at once. With
     files, the new model is recorded as pending and a re-embedding job is queued: search keeps
     answering from the current index and the status is `reindexing` until the job swaps it in.
+    `source: "email"` gives the knowledge base an address (one it has already is kept; 400
+    when AP_INBOUND_EMAIL_DOMAIN is unset), `source: null` removes it: mail to the old address
+    then finds no knowledge base.
     """
 
     def __init__(
@@ -52,10 +62,12 @@ class UpdateKnowledgeBase:
         knowledge_bases: KnowledgeBaseRepository,
         jobs: JobQueue,
         uow: UnitOfWork,
+        inbound: InboundEmailDomain = NO_INBOUND_EMAIL,
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._jobs = jobs
         self._uow = uow
+        self._inbound = inbound
 
     async def execute(self, command: UpdateKnowledgeBaseCommand) -> KnowledgeBaseSummary:
         kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
@@ -69,6 +81,9 @@ class UpdateKnowledgeBase:
             changes["extraction_model"] = validate_extraction_model(command.extraction_model)
         if not isinstance(command.extraction_schema, Unset):
             changes["extraction_schema"] = validate_extraction_schema(command.extraction_schema)
+        source: str | Unset | None = UNSET
+        if not isinstance(command.source, Unset):
+            source = validate_source(command.source)
         new_model: tuple[str, int] | None = None
         if not isinstance(command.embedding_model, Unset):
             dims = (
@@ -81,6 +96,7 @@ class UpdateKnowledgeBase:
         kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
         if kb is None:
             raise NotFound(KB_NOT_FOUND)
+        changes.update(self._source_changes(kb.inbound_email_address, source))
         if not isinstance(command.chunk_size, Unset) or not isinstance(
             command.chunk_overlap, Unset
         ):
@@ -123,3 +139,10 @@ class UpdateKnowledgeBase:
             raise NotFound(KB_NOT_FOUND)
         await self._uow.commit()
         return summary
+
+    def _source_changes(self, address: str | None, source: str | Unset | None) -> dict[str, Any]:
+        if source is None:
+            return {"source": None, "inbound_email_address": None}
+        if source == EMAIL_SOURCE and address is None:
+            return {"source": EMAIL_SOURCE, "inbound_email_address": self._inbound.new_address()}
+        return {}

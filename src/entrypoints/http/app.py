@@ -27,8 +27,11 @@ from entrypoints.http.controllers.chat import ChatController
 from entrypoints.http.controllers.conversations import ConversationController
 from entrypoints.http.controllers.downloads import download_file
 from entrypoints.http.controllers.files import FileController
+from entrypoints.http.controllers.inbound_email import inbound_email
 from entrypoints.http.controllers.knowledge_bases import KnowledgeBaseController
+from entrypoints.http.controllers.schedules import ScheduledTaskController
 from entrypoints.http.controllers.search import search_knowledge_bases
+from entrypoints.http.controllers.settings import OrgSettingsController
 from entrypoints.http.controllers.skills import skill_router
 from entrypoints.http.controllers.system import health, jwks
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
@@ -72,6 +75,8 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         FileController,
         AgentController,
         AdminController,
+        OrgSettingsController,
+        ScheduledTaskController,
         ConversationController,
         skill_router(settings.skill_limits),
         search_knowledge_bases,
@@ -80,6 +85,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         health,
         jwks,
         identity_webhook,
+        inbound_email,
     ]
     if settings.storage == "local":
         handlers += [receive_upload, serve_download]

@@ -29,6 +29,7 @@ PUBLIC_PATHS = (
     r"^/storage/",
     r"^/health$",
     r"^/webhooks/identity$",  # signed by the identity provider instead
+    r"^/webhooks/inbound-email$",  # signed by the mail provider instead
 )
 # Names and values of a request's headers together; `serve` refuses a larger head before it
 # reaches the app (entrypoints.http_server), this holds under any other server.

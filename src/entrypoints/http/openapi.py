@@ -22,11 +22,14 @@ from litestar.openapi.spec import Parameter as OpenAPIParameter
 from litestar.params import QueryParameter
 
 from domain.ids import MAX_BIGINT
-from entrypoints.http.schemas import ErrorBody
+from entrypoints.http.schemas import Closed, ErrorBody
 
 _DESCRIPTIONS = {
     400: "Invalid request (the message is the specification's, `details` names the fields)",
     401: "Missing or invalid bearer token",
+    402: "A spend cap of the organization is reached: `details` has each period reached "
+    "(`period`, `cap`, `spent` with what calls under way reserved, `resetsAt`), and "
+    "`Retry-After` the seconds until the latest of those resets",
     403: "The token's user lacks the role or belongs to no organization",
     404: "Not found in the caller's organization",
     405: "Only the documented method is allowed (see `Allow`)",
@@ -65,6 +68,7 @@ KB_ID = _id("kbId", "knowledge base")
 AGENT_ID = _id("agentId", "agent")
 TAG_ID = _id("tagId", "tag")
 SKILL_ID = _id("skillId", "skill")
+TASK_ID = _id("taskId", "scheduled task")
 THREAD_ID = QueryParameter(name="threadId", description="The conversation's uuid")
 
 
@@ -103,13 +107,15 @@ PUBLIC_OPERATIONS = (
     ("/health", "get"),
     ("/.well-known/jwks.json", "get"),
     ("/webhooks/identity", "post"),
+    ("/webhooks/inbound-email", "post"),
 )
 
 
 def complete_document(plugin: OpenAPIPlugin) -> None:
     """What Litestar cannot infer from the handlers: the chat stream's media type, the signed
     upload's query parameters and raw body, `security: []` on the public operations (Litestar
-    drops an empty list) and 64-bit bounds as exact integers (Litestar writes them as floats)."""
+    drops an empty list), 64-bit bounds as exact integers (Litestar writes them as floats) and
+    closed objects."""
     _complete_operations(plugin.provide_openapi())
     document = plugin.provide_openapi_schema()
     for path, item in document.get("paths", {}).items():
@@ -120,6 +126,20 @@ def complete_document(plugin: OpenAPIPlugin) -> None:
                 parameter["schema"] = _not_null(parameter.get("schema", {}))
             _json_body_errors(operation)
     _exact_bounds(document)
+    _close(document)
+
+
+def _close(document: dict[str, Any]) -> None:
+    """`additionalProperties: false` on the schema of every `Closed` struct: msgspec refuses
+    their unknown keys, and Litestar does not say so."""
+    pending, names = [Closed], set()
+    while pending:
+        for struct in pending.pop().__subclasses__():
+            names.add(struct.__name__)
+            pending.append(struct)
+    for schema in document.get("components", {}).get("schemas", {}).values():
+        if schema.get("title") in names:
+            schema["additionalProperties"] = False
 
 
 def _json_body_errors(operation: dict[str, Any]) -> None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, Struct, UnsetType, convert
 
@@ -31,6 +31,7 @@ decodes that from forms the contract refuses (no dashes)."""
 _CONTROLS = r"\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069"
 ONE_LINE = rf"^[^{_CONTROLS}]*[^\s{_CONTROLS}][^{_CONTROLS}]*$"
 NO_NUL = r"^[^\u0000]*$"
+NO_CONTROLS = rf"^[^{_CONTROLS}]*$"
 # Python's `str.strip()` also drops U+001C to U+001F and U+0085, which `\s` leaves.
 NOT_BLANK = r"^[^\u0000]*[^\s\u0000\u001c-\u001f\u0085][^\u0000]*$"
 _NAME_REFUSED = character_class(INVISIBLE) + r"/\\"
@@ -108,6 +109,11 @@ class Camel(Struct, rename="camel", forbid_unknown_fields=False):
     pass
 
 
+class Closed(Camel, forbid_unknown_fields=True):
+    """A body part whose unknown keys are refused; documented with `additionalProperties:
+    false` (`openapi.complete_document`)."""
+
+
 def unset(value: Any) -> Any:
     """msgspec's UNSET as the domain's: a field the caller did not send."""
     return DOMAIN_UNSET if value is UNSET else value
@@ -125,6 +131,14 @@ class SuccessMessage(Camel):
 
 # Knowledge bases
 
+Source = Annotated[
+    Literal["email"],
+    Meta(
+        description='"email" gives the knowledge base an address (`inboundEmailAddress`) that '
+        "turns each message sent to it into files; null removes it"
+    ),
+]
+
 
 class CreateKnowledgeBaseBody(Camel):
     name: Name
@@ -135,6 +149,7 @@ class CreateKnowledgeBaseBody(Camel):
     extraction_schema: dict[str, Any] | None = None
     chunk_size: ChunkSize | None = None
     chunk_overlap: ChunkOverlap | None = None
+    source: Source | None = None
 
 
 class UpdateKnowledgeBaseBody(Camel):
@@ -147,6 +162,7 @@ class UpdateKnowledgeBaseBody(Camel):
     extraction_schema: dict[str, Any] | UnsetType | None = UNSET
     chunk_size: ChunkSize | UnsetType = UNSET
     chunk_overlap: ChunkOverlap | UnsetType = UNSET
+    source: Source | UnsetType | None = UNSET
 
 
 class KnowledgeBaseOut(Camel):
@@ -157,7 +173,8 @@ class KnowledgeBaseOut(Camel):
     embedding_dimensions: int
     extraction_model: str | None
     extraction_schema: dict[str, Any] | None
-    source: dict[str, Any] | None
+    source: str | None
+    inbound_email_address: str | None
     trigger: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
@@ -181,6 +198,7 @@ class KnowledgeBaseOut(Camel):
             extraction_model=kb.extraction_model,
             extraction_schema=kb.extraction_schema,
             source=kb.source,
+            inbound_email_address=kb.inbound_email_address,
             trigger=kb.trigger,
             created_at=kb.created_at,
             updated_at=kb.updated_at,

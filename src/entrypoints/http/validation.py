@@ -49,6 +49,7 @@ from entrypoints.http.rules import (
     positive_id,
     uuid,
 )
+from entrypoints.http.settings_schemas import BODY_CHECKS
 from entrypoints.http.skill_schemas import SKILL_BODY_RULES, SKILL_PARAM_RULES
 
 
@@ -77,6 +78,7 @@ def _knowledge_base_rules() -> tuple[Rule, ...]:
             RANGE,
             "out of range",
         ),
+        Rule("source", 'source must be "email" or null', detail='expected "email" or null'),
     )
 
 
@@ -394,5 +396,8 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     body = await request.body()
     failures = decode_failures(edge.body, body)
-    if failures:
+    check = BODY_CHECKS.get(edge.body)
+    if check is not None:  # the domain's rules decide, naming every breach, nested ones too
+        check(body)
+    elif failures:
         raise body_error(edge.body, failures)

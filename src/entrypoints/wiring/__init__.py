@@ -13,10 +13,13 @@ from entrypoints.wiring.agents import AgentProvider
 from entrypoints.wiring.chat import ChatProvider, OrgScopes
 from entrypoints.wiring.conversations import ConversationProvider
 from entrypoints.wiring.identity import IdentityProvider, RecentlySeen, dev_identity_provider
+from entrypoints.wiring.inbound_email import InboundEmailProvider
 from entrypoints.wiring.infrastructure import InfrastructureProvider, local_disk_storage
 from entrypoints.wiring.knowledge import KnowledgeProvider
 from entrypoints.wiring.members import MemberProvider
 from entrypoints.wiring.models import ModelProvider
+from entrypoints.wiring.schedules import ScheduleProvider
+from entrypoints.wiring.settings import OrgSettingsProvider
 from entrypoints.wiring.skills import SkillProvider
 
 __all__ = [
@@ -33,12 +36,15 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
         InfrastructureProvider(),
         IdentityProvider(),
         KnowledgeProvider(),
+        InboundEmailProvider(),
         ModelProvider(),
         AgentProvider(),
         SkillProvider(),
         MemberProvider(),
+        OrgSettingsProvider(),
         ConversationProvider(),
         ChatProvider(),
+        ScheduleProvider(),
         *providers,
         context={Settings: settings, Database: database},
     )

@@ -1,15 +1,17 @@
 """Conversations: the repository and its use cases per request, the background title job's
-use case; the run log and the usage ledger, which answers use outside any request, on the pool
-for the app's life (each call its own short checkout)."""
+use case; the run log, which answers use outside any request, on the pool for the app's life
+(each call its own short checkout); the usage ledger on a pool of its own."""
 
 from __future__ import annotations
+
+from collections.abc import AsyncIterator
 
 import asyncpg
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.postgres.chat_runs import PgChatRunLog
 from adapters.postgres.conversations import PgConversationRepository
-from adapters.postgres.database import FairGate
+from adapters.postgres.database import FairGate, create_pool
 from adapters.postgres.usage import PgUsageLedger
 from application.metering import SpendMeter
 from application.ports.agent_repository import AgentRepository
@@ -26,6 +28,10 @@ from application.use_cases.list_conversations import ListConversations
 from application.use_cases.rename_conversation import RenameConversation
 from domain.usage import PriceList
 from entrypoints.config import Settings
+from entrypoints.database import Database
+
+# Connections of the usage ledger's own pool (see `usage_ledger`).
+LEDGER_POOL_SIZE = 4
 
 
 class ConversationProvider(Provider):
@@ -43,8 +49,18 @@ class ConversationProvider(Provider):
         return PgChatRunLog(pool, gate)
 
     @provide(scope=Scope.APP)
-    def usage_ledger(self, pool: asyncpg.Pool, gate: FairGate) -> UsageLedger:
-        return PgUsageLedger(pool, gate)
+    async def usage_ledger(
+        self, settings: Settings, database: Database
+    ) -> AsyncIterator[UsageLedger]:
+        """On a small pool of its own: a model call is admitted or charged while its caller
+        holds a connection of the main pool (a request's, a job's), and waiting there for a
+        second one could deadlock once every connection is held by such a caller. The ledger's
+        statements are short and wait for nothing else."""
+        pool = await create_pool(
+            database.url, app_role=settings.database_app_role, size=LEDGER_POOL_SIZE
+        )
+        yield PgUsageLedger(pool)
+        await pool.close()
 
     @provide(scope=Scope.APP)
     def spend_meter(self, ledger: UsageLedger, prices: PriceList, clock: Clock) -> SpendMeter:

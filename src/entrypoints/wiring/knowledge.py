@@ -38,6 +38,7 @@ from application.use_cases.reprocess_file import ReprocessFile
 from application.use_cases.search_knowledge_base import SearchKnowledgeBase
 from application.use_cases.update_knowledge_base import UpdateKnowledgeBase
 from domain.extraction import ExtractionLimits
+from domain.inbound_email import InboundEmailDomain
 from domain.uploads import UploadPolicy
 from entrypoints.config import Settings
 
@@ -94,9 +95,13 @@ class KnowledgeProvider(Provider):
 
     @provide
     def create_knowledge_base(
-        self, repo: KnowledgeBaseRepository, uow: UnitOfWork, settings: Settings
+        self,
+        repo: KnowledgeBaseRepository,
+        uow: UnitOfWork,
+        settings: Settings,
+        inbound: InboundEmailDomain,
     ) -> CreateKnowledgeBase:
-        return CreateKnowledgeBase(repo, uow, settings.default_embedding_model)
+        return CreateKnowledgeBase(repo, uow, settings.default_embedding_model, inbound)
 
     @provide
     def associate_file(

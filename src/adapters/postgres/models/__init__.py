@@ -23,6 +23,7 @@ from .chat import (
     ConversationModel,
     UsageEventModel,
 )
+from .inbound_email import InboundEmailModel
 from .knowledge import (
     PROCESSING_STATUSES,
     ChunkModel,
@@ -39,6 +40,7 @@ from .members import (
     WebhookReceiptModel,
 )
 from .queue import JobRunModel
+from .schedules import RUN_STATUSES, ScheduledRunModel, ScheduledTaskModel
 from .skills import SkillFileModel, SkillModel
 from .spend import OrgSettingsModel, SpendReservationModel, UsageDailyModel
 from .tenancy import MembershipModel, OrganizationModel
@@ -47,6 +49,7 @@ __all__ = [
     "INVITATION_STATUSES",
     "NAMING_CONVENTION",
     "PROCESSING_STATUSES",
+    "RUN_STATUSES",
     "AgentKnowledgeBaseModel",
     "AgentModel",
     "AgentTagLinkModel",
@@ -59,6 +62,7 @@ __all__ = [
     "ChunkModel",
     "ConversationModel",
     "EmbeddingPartModel",
+    "InboundEmailModel",
     "InvitationModel",
     "JobRunModel",
     "KnowledgeBaseFileModel",
@@ -67,6 +71,8 @@ __all__ = [
     "MembershipRemovalModel",
     "OrgSettingsModel",
     "OrganizationModel",
+    "ScheduledRunModel",
+    "ScheduledTaskModel",
     "SkillFileModel",
     "SkillModel",
     "SpendReservationModel",

@@ -1,5 +1,6 @@
-"""Knowledge bases, their files, the files' passages with embeddings (migrations 0001, 0002)
-and the parts a large file is embedded in (migration 0004)."""
+"""Knowledge bases, their files, the files' passages with embeddings (migrations 0001, 0002),
+the parts a large file is embedded in (migration 0004) and a knowledge base's e-mail address
+(migration 0010)."""
 
 from __future__ import annotations
 
@@ -41,9 +42,21 @@ PROCESSING_STATUSES = (
 )
 
 
+SOURCE_CHECK = (
+    "source IS NULL AND inbound_email_address IS NULL "
+    "OR source = 'email' AND inbound_email_address IS NOT NULL"
+)
+
+
 class KnowledgeBaseModel(IdentityPrimaryKey, Timestamps, Base):
+    """A knowledge base; one fed by e-mail (`source` 'email', migration 0010) has an address
+    unique across organizations."""
+
     __tablename__ = "knowledge_bases"
-    __table_args__ = (Index("ix_knowledge_bases_org", "org_id", "id"),)
+    __table_args__ = (
+        Index("ix_knowledge_bases_org", "org_id", "id"),
+        CheckConstraint(SOURCE_CHECK, name="ck_knowledge_bases_source"),
+    )
 
     org_id: Mapped[str] = org_column()
     user_id: Mapped[str] = mapped_column(String(128))
@@ -53,7 +66,8 @@ class KnowledgeBaseModel(IdentityPrimaryKey, Timestamps, Base):
     embedding_dimensions: Mapped[int] = mapped_column(Integer)
     extraction_model: Mapped[str | None] = mapped_column(String(255))
     extraction_schema: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
-    source: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
+    source: Mapped[str | None] = mapped_column(String(32))
+    inbound_email_address: Mapped[str | None] = mapped_column(String(320), unique=True)
     trigger: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
     pending_embedding_model: Mapped[str | None] = mapped_column(String(255))
     pending_embedding_dimensions: Mapped[int | None] = mapped_column(Integer)

@@ -151,7 +151,7 @@ class ChatController(Controller):
     @post(
         status_code=200,
         responses={
-            **body_errors(403, 404, 409),
+            **body_errors(402, 403, 404, 409),
             202: ResponseSpec(
                 data_container=ChatAccepted,
                 description="With `X-Stream-Response: false`: the answer is being produced; "

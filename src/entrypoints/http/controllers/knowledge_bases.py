@@ -58,6 +58,7 @@ class KnowledgeBaseController(Controller):
                 extraction_schema=data.extraction_schema,
                 chunk_size=data.chunk_size,
                 chunk_overlap=data.chunk_overlap,
+                source=data.source,
             )
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
@@ -92,6 +93,7 @@ class KnowledgeBaseController(Controller):
                 extraction_schema=unset(data.extraction_schema),
                 chunk_size=unset(data.chunk_size),
                 chunk_overlap=unset(data.chunk_overlap),
+                source=unset(data.source),
             )
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))

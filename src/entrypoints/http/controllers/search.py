@@ -21,7 +21,7 @@ from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
     "/kb/search",
     status_code=200,
     tags=["Knowledge Bases"],
-    responses=body_errors(403, 404, 503),
+    responses=body_errors(402, 403, 404, 503),
     summary="Search knowledge bases (vector and full text, fused by rank)",
 )
 @inject

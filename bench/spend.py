@@ -1,0 +1,1002 @@
+"""Spend caps: `GET /orgSettings` with 1,000,000 usage events in the ledger, and what the cap
+check adds to a chat's time to first byte.
+
+    .venv/bin/python bench/spend.py [--events 1000000] [--rounds 3] [--requests 200]
+
+Starts `bench/scripted_provider.py` (an OpenAI-compatible server on loopback answering 200
+content deltas at once) and `agent-platform serve` on a temporary data dir with
+`AP_OPENAI_BASE_URL` pointing at it and `AP_MODEL_PRICES` pricing `openai:scripted`, so that
+every chat is metered. Two organizations:
+
+- *capped* (`org_bench`): `--events` rows in `usage_events` over the last `--days` days
+  (random tokens and costs, seeded), inserted in one SQL statement as the database owner with
+  triggers off and `usage_daily` filled afterwards with the migration's backfill GROUP BY
+  (`--seed-mode bulk`, the default: about 20 s), or through the `usage_events_roll_up` row
+  trigger (`--seed-mode trigger`: about 6 minutes for 1,000,000 rows, since in one transaction
+  every upsert of a day's row walks that row's versions left by the ones before);
+  caps saved with `PUT /orgSettings` (`spendCaps` daily, weekly and monthly, far above what
+  the ledger holds); five agents;
+- *uncapped* (`org_bench_nocaps`): no usage events, settings saved without caps, one agent.
+
+Then:
+
+1. `GET /orgSettings` with wrk, interleaved rounds, each target unloaded (`-t1 -c1`) and loaded
+   (`-t2 -c32`): the capped organization (settings + `spendCapStatus` from the roll-up); the
+   uncapped one (the same endpoint without the spend read); `GET /agents` of the capped one
+   (5 agents: a cheap authenticated GET of the same server). Target: p50 < 10 ms (unloaded).
+2. chat time to first byte: one agent per organization on `openai:scripted`, identical,
+   `POST /chat` to each alternately one by one (the first of each pair alternating),
+   `--requests` per organization per round, `--chat-rounds` rounds; p50 of the first
+   `text-delta` per round; added = p50 capped - p50 uncapped, median over rounds (target
+   < 2 ms). Then (diagnostic, unless
+   `--no-async-phase`) the same again with `synchronous_commit = off` for the whole server
+   (`ALTER SYSTEM`, reloaded; reset afterwards): what the cap check adds when its writes do
+   not wait for the WAL flush.
+3. SQL (diagnostic): the ledger's statements timed as the service sends them (the app role,
+   row-level security, `app.org_id` set), one by one interleaved: `ap_reserve_spend` for each
+   organization (then released), the release, the spend read of `GET /orgSettings`, and
+   `SELECT 1`; EXPLAIN ANALYZE of the spend read, and of the same sums taken from
+   `usage_events` directly (what the roll-up saves).
+
+The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+from chat_common import Platform, StreamResult, chat_body, read_stream, require, ui_delta
+from common import command_line, machine, machine_line, owner_url, percentile
+from kb_endpoints import (
+    BENCH_DIR,
+    ROOT,
+    BenchError,
+    Measurement,
+    Process,
+    expect,
+    free_port,
+    report,
+    start,
+    stop,
+    tail,
+    wait_ready,
+    wrk,
+)
+from scripted_provider import content_text
+from skills import provider_ms, token
+
+SECTION_TITLE = "Spend caps: GET /orgSettings over 1,000,000 usage events, the cap check in chat"
+CAPPED_ORG = "org_bench"
+UNCAPPED_ORG = "org_bench_nocaps"
+MODEL = "scripted"
+PRICES = {f"openai:{MODEL}": {"input": 1, "output": 2}}
+CAP = 1_000_000
+SETTINGS_TARGET_MS = 10.0
+ADDED_TARGET_MS = 2.0
+PROMPT = "Tell me about streaming."
+AGENT_ROLE = "You are a helpful assistant of the operations team."
+EXTRA_AGENTS = 4
+APP_ROLE = os.environ.get("AP_DATABASE_APP_ROLE", "agent_platform_app")
+
+# Random tokens, priced like a hosted model ($2.50 / $10 per million): about $0.0055 a call.
+SEED_EVENTS = """
+    INSERT INTO usage_events (org_id, user_id, thread_id, purpose, model, input_tokens,
+        output_tokens, cost_usd, estimated, created_at)
+    SELECT $1, 'user_' || (g % 40), NULL, 'chat', 'openai:gpt-4o', i, o,
+           round((i * 2.5 + o * 10) / 1e6, 8), false, t
+    FROM (
+        SELECT g, 100 + (random() * 3000)::int AS i, 10 + (random() * 600)::int AS o,
+               now() - random() * ($3::float8 * interval '1 day') AS t
+        FROM generate_series(1, $2) AS g
+    ) AS r
+    ORDER BY t"""
+# The migration's backfill, for one organization.
+BACKFILL = """
+    INSERT INTO usage_daily (org_id, day, cost_usd)
+    SELECT org_id, (created_at AT TIME ZONE 'UTC')::date, sum(cost_usd)
+    FROM usage_events WHERE org_id = $1 GROUP BY 1, 2
+    ON CONFLICT (org_id, day) DO UPDATE SET cost_usd = excluded.cost_usd"""
+# Rows of the roll-up that differ from the ledger they sum.
+ROLL_UP_MISMATCHES = """
+    SELECT count(*) FROM (
+        SELECT (created_at AT TIME ZONE 'UTC')::date AS day, sum(cost_usd) AS cost
+        FROM usage_events WHERE org_id = $1 GROUP BY 1
+    ) AS e FULL JOIN (SELECT day, cost_usd AS cost FROM usage_daily WHERE org_id = $1) AS d
+    USING (day) WHERE e.cost IS DISTINCT FROM d.cost"""
+LEDGER_SPENT = """
+    SELECT coalesce(sum(cost_usd) FILTER (WHERE created_at >= $2), 0),
+           coalesce(sum(cost_usd) FILTER (WHERE created_at >= $3), 0),
+           coalesce(sum(cost_usd) FILTER (WHERE created_at >= $4), 0)
+    FROM usage_events WHERE org_id = $1 AND created_at >= least($3, $4)"""
+
+
+# data -----------------------------------------------------------------------------------
+@dataclass
+class Seeded:
+    mode: str
+    events: int
+    seconds: float
+    analyze_seconds: float
+    daily_rows: int
+    ledger_bytes: int
+    total_usd: float
+    spent: dict[str, float]  # from usage_events directly, per period
+    caps_via: str
+    agents: dict[str, int] = field(default_factory=dict)
+    bodies: dict[str, int] = field(default_factory=dict)
+
+
+def periods(today: date | None = None) -> dict[str, date]:
+    """The starts of the UTC day, ISO week and UTC month (as `domain.spend.current_periods`)."""
+    today = today or datetime.now(UTC).date()
+    return {
+        "daily": today,
+        "weekly": today - timedelta(days=today.weekday()),
+        "monthly": today.replace(day=1),
+    }
+
+
+def midnight(day: date) -> datetime:
+    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+async def seed_ledger(pgdata: Path, args: argparse.Namespace) -> Seeded:
+    conn = await asyncpg.connect(owner_url(pgdata))
+    try:
+        await conn.execute("SELECT setseed($1)", args.seed / 1000)
+        t0 = time.perf_counter()
+        async with conn.transaction():
+            if args.seed_mode == "bulk":
+                # Triggers off (the roll-up too) for the insert; then the migration's GROUP BY.
+                await conn.execute("SET LOCAL session_replication_role = replica")
+            await conn.execute(SEED_EVENTS, CAPPED_ORG, args.events, float(args.days))
+            if args.seed_mode == "bulk":
+                await conn.execute("SET LOCAL session_replication_role = origin")
+                await conn.execute(BACKFILL, CAPPED_ORG)
+        seconds = time.perf_counter() - t0
+        t0 = time.perf_counter()
+        await conn.execute("VACUUM ANALYZE usage_events, usage_daily")
+        analyze_seconds = time.perf_counter() - t0
+        mismatches = await conn.fetchval(ROLL_UP_MISMATCHES, CAPPED_ORG)
+        require(mismatches == 0, f"usage_daily differs from usage_events on {mismatches} days")
+        count = await conn.fetchval(
+            "SELECT count(*) FROM usage_events WHERE org_id = $1", CAPPED_ORG
+        )
+        require(count == args.events, f"{count} usage events seeded, not {args.events}")
+        starts = periods()
+        row = await conn.fetchrow(LEDGER_SPENT, CAPPED_ORG, *(midnight(starts[p]) for p in starts))
+        return Seeded(
+            mode=args.seed_mode,
+            events=count,
+            seconds=seconds,
+            analyze_seconds=analyze_seconds,
+            daily_rows=await conn.fetchval(
+                "SELECT count(*) FROM usage_daily WHERE org_id = $1", CAPPED_ORG
+            ),
+            ledger_bytes=await conn.fetchval("SELECT pg_total_relation_size('usage_events')"),
+            total_usd=float(
+                await conn.fetchval(
+                    "SELECT sum(cost_usd) FROM usage_events WHERE org_id = $1", CAPPED_ORG
+                )
+            ),
+            spent={p: float(row[i]) for i, p in enumerate(starts)},
+            caps_via="",
+        )
+    finally:
+        await conn.close()
+
+
+def save_settings(url: str, org: str, admin: str, settings: dict[str, Any], pgdata: Path) -> str:
+    """`PUT /orgSettings`; when the endpoint is not there, the row in SQL."""
+    response = httpx.put(
+        f"{url}/orgSettings",
+        json={"settings": settings},
+        headers={"Authorization": f"Bearer {admin}"},
+        timeout=30.0,
+    )
+    if response.status_code in (404, 405):
+
+        async def direct() -> None:
+            conn = await asyncpg.connect(owner_url(pgdata))
+            try:
+                await conn.execute(
+                    "INSERT INTO org_settings (org_id, settings) VALUES ($1, $2::jsonb)",
+                    org,
+                    json.dumps(settings),
+                )
+            finally:
+                await conn.close()
+
+        asyncio.run(direct())
+        return "the `org_settings` row in SQL (`PUT /orgSettings` answered 404)"
+    expect(response, 200)
+    return "`PUT /orgSettings` as `org:admin`"
+
+
+# listings -------------------------------------------------------------------------------
+TARGETS = {
+    "capped": "`GET /orgSettings`, capped organization (its usage events, 3 caps)",
+    "uncapped": "`GET /orgSettings`, organization without caps or events",
+    "agents": f"`GET /agents` ({EXTRA_AGENTS + 1} agents), capped organization",
+}
+LOADS = {"unloaded": (1, 1), "loaded": (2, 32)}
+
+
+@dataclass
+class ListResults:
+    rounds: dict[tuple[str, str], list[Measurement]] = field(default_factory=dict)
+
+    def add(self, target: str, load: str, m: Measurement) -> None:
+        self.rounds.setdefault((target, load), []).append(m)
+
+    def median(self, target: str, load: str, attr: str) -> float:
+        return float(statistics.median(getattr(m, attr) for m in self.rounds[(target, load)]))
+
+    def per_round(self, target: str, load: str, attr: str) -> str:
+        return ", ".join(f"{getattr(m, attr):.2f}" for m in self.rounds[(target, load)])
+
+
+def measure_listings(
+    urls: dict[str, str], tokens: dict[str, str], args: argparse.Namespace
+) -> ListResults:
+    def run(target: str, load: str, duration: float) -> Measurement:
+        threads, connections = LOADS[load]
+        ns = argparse.Namespace(threads=threads, connections=connections)
+        return wrk(urls[target], tokens[target], ns, duration)
+
+    for target in TARGETS:
+        print(f"warm-up  {target} ({args.warmup:g}s)", flush=True)
+        run(target, "loaded", args.warmup)
+    results = ListResults()
+    order = list(TARGETS)
+    for r in range(args.rounds):
+        rotated = order[r % len(order) :] + order[: r % len(order)]
+        for load in LOADS:
+            for target in rotated:
+                m = run(target, load, args.duration)
+                results.add(target, load, m)
+                errors = f"  errors {m.errors}" if m.errors else ""
+                print(
+                    f"round {r + 1}  {target:8} {load:8}  {m.rps:8.1f} req/s  "
+                    f"p50 {m.p50_ms:7.2f} ms  p99 {m.p99_ms:7.2f} ms{errors}",
+                    flush=True,
+                )
+    return results
+
+
+# chat -----------------------------------------------------------------------------------
+CONFIGS = ("capped", "uncapped")
+
+
+@dataclass
+class ChatRound:
+    first_p50: float
+    first_p99: float
+    provider_p50: float
+    headers_p50: float
+    last_p50: float
+    n: int
+
+
+@dataclass
+class ChatResults:
+    rounds: dict[str, list[ChatRound]] = field(default_factory=lambda: {c: [] for c in CONFIGS})
+    paired: list[float] = field(default_factory=list)
+    errors: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CONFIGS})
+    chats: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CONFIGS})
+
+    def added(self, attr: str) -> float:
+        pairs = zip(self.rounds["capped"], self.rounds["uncapped"], strict=True)
+        return float(statistics.median(getattr(a, attr) - getattr(b, attr) for a, b in pairs))
+
+    def med(self, config: str, attr: str) -> float:
+        return float(statistics.median(getattr(x, attr) for x in self.rounds[config]))
+
+    def per_round(self, config: str, attr: str) -> list[float]:
+        return [getattr(x, attr) for x in self.rounds[config]]
+
+
+class Chat:
+    def __init__(self, platform: Platform, provider_url: str, tokens: dict[str, str],
+                 agents: dict[str, int], args: argparse.Namespace,
+                 label: str = "chat") -> None:  # fmt: skip
+        self.platform = platform
+        self.provider_url = provider_url
+        self.tokens = tokens
+        self.agents = agents
+        self.args = args
+        self.expected = content_text(args.tokens)
+        self.titles = 0
+        self.label = label
+
+    async def one(
+        self, client: httpx.AsyncClient, config: str, results: ChatResults
+    ) -> StreamResult:
+        self.titles += 1
+        results.chats[config] += 1
+        body = chat_body(self.agents[config], PROMPT, f"Spend bench {self.label} {self.titles}")
+        headers = {"Authorization": f"Bearer {self.tokens[config]}"}
+        return await read_stream(client, f"{self.platform.url}/chat", body, headers, ui_delta)
+
+    def problem(self, result: StreamResult) -> str | None:
+        if not result.ok:
+            return "; ".join(result.errors) or f"status {result.status}"
+        if "".join(result.text) != self.expected:
+            return "the assembled text differs from the scripted answer"
+        return None
+
+    async def run(self, results: ChatResults) -> None:
+        limits = httpx.Limits(max_connections=10, max_keepalive_connections=10)
+        async with httpx.AsyncClient(limits=limits, timeout=120.0) as client:
+            for config in CONFIGS:
+                first = await self.one(client, config, results)
+                require(self.problem(first) is None, f"{config}: {self.problem(first)}")
+            print(f"chat warm-up: {self.args.chat_warmup} per organization", flush=True)
+            for _ in range(self.args.chat_warmup):
+                for config in CONFIGS:
+                    await self.one(client, config, results)
+            for r in range(self.args.chat_rounds):
+                got: dict[str, list[StreamResult]] = {c: [] for c in CONFIGS}
+                pairs: list[tuple[StreamResult | None, StreamResult | None]] = []
+                for i in range(self.args.requests):
+                    order = CONFIGS if (i + r) % 2 == 0 else CONFIGS[::-1]
+                    pair: dict[str, StreamResult | None] = {}
+                    for config in order:
+                        result = await self.one(client, config, results)
+                        if self.problem(result) is None:
+                            got[config].append(result)
+                            pair[config] = result
+                        else:
+                            results.errors[config] += 1
+                            pair[config] = None
+                            print(f"  {config} error: {self.problem(result)}", flush=True)
+                    pairs.append((pair["capped"], pair["uncapped"]))
+                arrivals = sorted((await client.get(f"{self.provider_url}/arrivals")).json())
+                for config in CONFIGS:
+                    items = got[config]
+                    require(bool(items), f"no successful chat in {config} in round {r + 1}")
+                    provider = [p for p in (provider_ms(x, arrivals) for x in items) if p]
+                    results.rounds[config].append(
+                        ChatRound(
+                            first_p50=percentile([x.first_ms for x in items], 50),
+                            first_p99=percentile([x.first_ms for x in items], 99),
+                            provider_p50=percentile(provider, 50) if provider else float("nan"),
+                            headers_p50=percentile(
+                                [(x.marks["headers"] - x.started) * 1000 for x in items], 50
+                            ),
+                            last_p50=percentile([x.last_ms for x in items], 50),
+                            n=len(items),
+                        )
+                    )
+                diffs = [a.first_ms - b.first_ms for a, b in pairs if a and b]
+                results.paired.append(statistics.median(diffs))
+                a, b = results.rounds["capped"][-1], results.rounds["uncapped"][-1]
+                print(
+                    f"round {r + 1} {self.label}  first p50 capped {a.first_p50:.2f} ms, uncapped "
+                    f"{b.first_p50:.2f} ms: {a.first_p50 - b.first_p50:+.2f} ms (paired median "
+                    f"{results.paired[-1]:+.2f}); provider read p50 {a.provider_p50:.2f} / "
+                    f"{b.provider_p50:.2f} ms",
+                    flush=True,
+                )
+
+
+# SQL ------------------------------------------------------------------------------------
+@dataclass
+class SqlResults:
+    rows: dict[str, list[float]] = field(default_factory=dict)  # per round p50 (ms)
+    plans: dict[str, str] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    refused: int = 0
+
+
+SQL_ROWS = {
+    "select1": "`SELECT 1` (a round trip)",
+    "reserve_capped": "`ap_reserve_spend` (`RESERVE`), capped organization: lock, expiry "
+    "DELETE, sums, INSERT, commit",
+    "resize_capped": "`RESIZE` of that reservation (UPDATE by id, commit)",
+    "release_capped": "`RELEASE` of it (DELETE by id, commit)",
+    "reserve_uncapped": "`RESERVE`, organization without caps (settings read, return)",
+    "resize_uncapped": "`RESIZE`, organization without caps (updates no row)",
+    "spent_capped": "`SPENT`, the spend read of `GET /orgSettings` (`usage_daily`), capped",
+    "reserve_async": "`RESERVE`, capped, `synchronous_commit = off` (not what the service runs)",
+    "resize_async": "`RESIZE`, capped, `synchronous_commit = off`",
+    "release_async": "`RELEASE`, capped, `synchronous_commit = off`",
+}
+# Each reservation is resized and released in order; the groups swap order every iteration.
+SQL_GROUPS = (
+    ("select1",),
+    ("reserve_capped", "resize_capped", "release_capped"),
+    ("reserve_uncapped", "resize_uncapped"),
+    ("spent_capped",),
+    ("reserve_async", "resize_async", "release_async"),
+)
+SERVER_SETTINGS = ("synchronous_commit", "fsync", "wal_sync_method", "commit_delay", "wal_level")
+
+
+async def app_connection(pgdata: Path, org: str) -> asyncpg.Connection:
+    """As the service's connections run: the app role (row-level security), `app.org_id` set."""
+    conn: asyncpg.Connection = await asyncpg.connect(owner_url(pgdata))
+    await conn.execute(f'SET ROLE "{APP_ROLE}"')
+    await conn.execute("SELECT set_config('app.org_id', $1, false)", org)
+    return conn
+
+
+async def measure_sql(pgdata: Path, args: argparse.Namespace) -> SqlResults:
+    from adapters.postgres.usage import RELEASE, RESERVE, RESIZE, SPENT
+
+    out = SqlResults()
+    capped = await app_connection(pgdata, CAPPED_ORG)
+    uncapped = await app_connection(pgdata, UNCAPPED_ORG)
+    relaxed = await app_connection(pgdata, CAPPED_ORG)
+    await relaxed.execute("SET synchronous_commit = off")
+    starts = periods()
+    dates = [starts[p] for p in ("daily", "weekly", "monthly")]
+    ttl = timedelta(minutes=15)
+    pending: dict[str, uuid.UUID] = {}
+    try:
+        for name in SERVER_SETTINGS:
+            out.settings[name] = await capped.fetchval(f"SHOW {name}")
+
+        def reserve(conn: asyncpg.Connection, org: str, key: str) -> Callable[[], Awaitable[None]]:
+            async def step() -> None:
+                rid = uuid.uuid4()
+                rows = await conn.fetch(RESERVE, org, rid, Decimal("0.1310"), ttl, *dates)
+                if rows:
+                    out.refused += 1
+                pending[key] = rid
+
+            return step
+
+        def resize(conn: asyncpg.Connection, key: str) -> Callable[[], Awaitable[None]]:
+            async def step() -> None:
+                await conn.execute(RESIZE, pending[key], Decimal("0.0021"))
+
+            return step
+
+        def release(conn: asyncpg.Connection, key: str) -> Callable[[], Awaitable[None]]:
+            async def step() -> None:
+                await conn.execute(RELEASE, pending.pop(key))
+
+            return step
+
+        async def spent_capped() -> None:
+            await capped.fetch(SPENT, CAPPED_ORG, *dates)
+
+        async def select1() -> None:
+            await capped.fetchval("SELECT 1")
+
+        steps: dict[str, Callable[[], Awaitable[None]]] = {
+            "select1": select1,
+            "reserve_capped": reserve(capped, CAPPED_ORG, "capped"),
+            "resize_capped": resize(capped, "capped"),
+            "release_capped": release(capped, "capped"),
+            "reserve_uncapped": reserve(uncapped, UNCAPPED_ORG, "uncapped"),
+            "resize_uncapped": resize(uncapped, "uncapped"),
+            "spent_capped": spent_capped,
+            "reserve_async": reserve(relaxed, CAPPED_ORG, "async"),
+            "resize_async": resize(relaxed, "async"),
+            "release_async": release(relaxed, "async"),
+        }
+        for _ in range(args.sql_warmup):
+            for fn in steps.values():
+                await fn()
+        for r in range(args.rounds):
+            samples: dict[str, list[float]] = {name: [] for name in steps}
+            for i in range(args.sql_iterations):
+                groups = SQL_GROUPS if (i + r) % 2 == 0 else SQL_GROUPS[::-1]
+                for name in (n for group in groups for n in group):
+                    t0 = time.perf_counter()
+                    await steps[name]()
+                    samples[name].append((time.perf_counter() - t0) * 1000)
+            for name, values in samples.items():
+                out.rows.setdefault(name, []).append(percentile(values, 50))
+            print(
+                f"round {r + 1} SQL p50: "
+                + ", ".join(f"{n} {v[-1]:.3f} ms" for n, v in out.rows.items()),
+                flush=True,
+            )
+        left = await capped.fetchval("SELECT count(*) FROM spend_reservations")
+        require(left == 0, f"{left} reservations left after the SQL steps")
+        explain = "EXPLAIN (ANALYZE, BUFFERS, SUMMARY) "
+        out.plans["spent"] = "\n".join(
+            r[0] for r in await capped.fetch(explain + SPENT, CAPPED_ORG, *dates)
+        )
+        ledger = await capped.fetch(
+            explain + LEDGER_SPENT, CAPPED_ORG, *(midnight(d) for d in dates)
+        )
+        out.plans["ledger"] = "\n".join(r[0] for r in ledger)
+    finally:
+        await capped.close()
+        await uncapped.close()
+        await relaxed.close()
+    return out
+
+
+async def synchronous_commit(pgdata: Path, on: bool) -> None:
+    """The server's default for every session (the pool's too, at their next statement)."""
+    conn = await asyncpg.connect(owner_url(pgdata))
+    try:
+        if on:
+            await conn.execute("ALTER SYSTEM RESET synchronous_commit")
+        else:
+            await conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        await conn.execute("SELECT pg_reload_conf()")
+        await asyncio.sleep(0.5)
+        got = await conn.fetchval("SHOW synchronous_commit")
+        require(got == ("on" if on else "off"), f"synchronous_commit is {got}")
+    finally:
+        await conn.close()
+
+
+async def leftovers(pgdata: Path) -> dict[str, Any]:
+    conn = await asyncpg.connect(owner_url(pgdata))
+    try:
+        return {
+            "reservations": await conn.fetchval("SELECT count(*) FROM spend_reservations"),
+            "events": dict(
+                await conn.fetch(
+                    "SELECT org_id, count(*) FROM usage_events GROUP BY org_id ORDER BY org_id"
+                )
+            ),
+        }
+    finally:
+        await conn.close()
+
+
+# report -----------------------------------------------------------------------------------
+def fmt(values: list[float], digits: int = 2) -> str:
+    return ", ".join(f"{v:.{digits}f}" for v in values)
+
+
+def med(values: list[float]) -> float:
+    return float(statistics.median(values))
+
+
+def git(*args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
+    return done.stdout.rstrip()
+
+
+def code_line(note: str | None) -> str:
+    if note:
+        return note
+    head = git("rev-parse", "--short", "HEAD")
+    dirty = [line[3:] for line in git("status", "--porcelain", "--", "src").splitlines()]
+    if not dirty:
+        return f"HEAD {head}, `src/` as committed"
+    return (
+        f"the working tree on HEAD {head}, with uncommitted changes in `src/` "
+        f"({len(dirty)} files, e.g. " + ", ".join(f"`{x}`" for x in dirty[:4]) + ")"
+    )
+
+
+def plan_lines(plan: str) -> list[str]:
+    return ["```", *plan.splitlines(), "```"]
+
+
+def section(
+    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: ListResults,
+    chat: ChatResults, relaxed: ChatResults | None, sql: SqlResults | None,
+    end: dict[str, Any],
+) -> tuple[str, bool]:  # fmt: skip
+    verdict = {True: "PASS", False: "FAIL"}
+    settings_p50 = lists.median("capped", "unloaded", "p50_ms")
+    added = chat.added("first_p50")
+    errors = sum(chat.errors.values())
+    ok = settings_p50 < SETTINGS_TARGET_MS and added < ADDED_TARGET_MS and errors == 0
+    starts = periods()
+    seed_how = (
+        "through the `usage_events_roll_up` row trigger (one upsert of `usage_daily` per row)"
+        if seeded.mode == "trigger"
+        else "with triggers off (`SET LOCAL session_replication_role = replica`), then "
+        "`usage_daily` filled with the migration's backfill GROUP BY for the organization, in "
+        "the same transaction (through the trigger, one statement of 1,000,000 rows took 340 s "
+        "in an earlier run: within one transaction each upsert of a day's `usage_daily` row "
+        "walks the versions left by the ones before, ~11,000 a day; the service inserts one "
+        "event per transaction)"
+    )
+    lines = [
+        f"## {SECTION_TITLE}",
+        "",
+        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('spend.py')}` "
+        "(from the repository root).",
+        "",
+        f"- Machine: {machine_line(info)}; at the end load average {end['load']}. The "
+        "platform, its PostgreSQL, the scripted provider, wrk and the client share these CPUs, "
+        "and other sessions' jobs were running on the machine.",
+        f"- Code measured: {code_line(args.code_note)}.",
+        f"- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
+        f"{version('litestar')}, dishka {version('dishka')}, asyncpg {version('asyncpg')}) on a "
+        "temporary data dir (embedded PostgreSQL), `AP_WORKER_IN_PROCESS=false`, "
+        f"`AP_LOG_LEVEL={args.log_level}`, `AP_MODEL_PRICES='{json.dumps(PRICES)}'`, "
+        "`AP_OPENAI_BASE_URL` at `bench/scripted_provider.py` "
+        f"({args.tokens} content deltas written at once, usage reported).",
+        f"- Data: organization `{CAPPED_ORG}` with {seeded.events:,} rows in `usage_events` "
+        f"(created over the last {args.days} days, inserted in time order, 100-3100 input and "
+        f"10-610 output tokens, cost at $2.50/$10 per million: ${seeded.total_usd:,.2f} in all;"
+        f" `setseed({args.seed / 1000:g})`), inserted in one SQL statement as the database owner "
+        f"{seed_how}, in {seeded.seconds:.1f} s (`VACUUM ANALYZE` {seeded.analyze_seconds:.1f} "
+        f"s more); checked: `usage_daily` equals the ledger's GROUP BY on every day "
+        f"({seeded.daily_rows} rows). The table with its indexes: "
+        f"{seeded.ledger_bytes / 1024**2:.0f} MiB. Its settings `spendCaps` daily, weekly and "
+        f"monthly at {CAP:,} (saved with {seeded.caps_via}); in the ledger the day (from "
+        f"{starts['daily']}) holds ${seeded.spent['daily']:,.2f}, the ISO week (from "
+        f"{starts['weekly']}) ${seeded.spent['weekly']:,.2f}, the month (from "
+        f"{starts['monthly']}) ${seeded.spent['monthly']:,.2f}; `GET /orgSettings` answered "
+        "these sums (checked before the measurements). "
+        f"{EXTRA_AGENTS + 1} agents. Organization `{UNCAPPED_ORG}`: settings saved without "
+        "caps, no usage events, one agent.",
+        f"- `GET /orgSettings`: wrk, `-t1 -c1` (unloaded: one request at a time, the latency "
+        f"without queueing; the target's figure) and `-t2 -c32` (loaded), {args.duration:g} s "
+        f"each, one target at a time; a {args.warmup:g} s warm-up per target, then "
+        f"{args.rounds} rounds rotating the order; figures are medians over the rounds. "
+        "Baselines in the same run: the same endpoint for the organization without caps "
+        "(the same settings read, no spend read) and `GET /agents` of the capped organization "
+        f"({EXTRA_AGENTS + 1} agents). Bodies: {seeded.bodies.get('capped', 0)} bytes "
+        f"(capped), {seeded.bodies.get('uncapped', 0)} (uncapped), "
+        f"{seeded.bodies.get('agents', 0)} (agents).",
+        "",
+        "| Request | load | req/s | p50 (ms) | p99 (ms) | p50 per round (ms) |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for load in LOADS:
+        for target, label in TARGETS.items():
+            lines.append(
+                f"| {label} | {load} | {lists.median(target, load, 'rps'):.0f} | "
+                f"{lists.median(target, load, 'p50_ms'):.2f} | "
+                f"{lists.median(target, load, 'p99_ms'):.2f} | "
+                f"{lists.per_round(target, load, 'p50_ms')} |"
+            )
+    c_un, u_un = settings_p50, lists.median("uncapped", "unloaded", "p50_ms")
+    a_un = lists.median("agents", "unloaded", "p50_ms")
+    rps = lists.median("capped", "loaded", "rps") / lists.median("uncapped", "loaded", "rps")
+    lines += [
+        "",
+        f"Unloaded p50: capped {c_un:.2f} ms = without caps {u_un:.2f} ms "
+        f"{c_un - u_un:+.2f} ms (the spend read and three cap statuses); `GET /agents` "
+        f"{a_un:.2f} ms. Loaded throughput: capped {rps:.0%} of uncapped.",
+        "",
+    ]
+    a, b = chat.rounds["capped"], chat.rounds["uncapped"]
+    lines += [
+        f"Chat: one agent per organization on `openai:{MODEL}`, the same name, role and "
+        "model; one httpx client (keep-alive), every chat a new conversation with a supplied "
+        f"title (no title job); {args.chat_warmup} warm-up chats per organization, then "
+        f"{args.chat_rounds} rounds of {args.requests} chats per organization, alternating one by "
+        "one (the first of each pair alternating too). Both organizations' chats are metered "
+        "alike (`SendChatMessage` admits every chat with `ap_reserve_spend` before storing "
+        "anything, the answer resizes the reservation once its prompt is built and settles it "
+        "with the provider's usage after the stream): for the organization without caps the "
+        "function reads the settings and returns (no lock, no reservation row), for the "
+        "capped one it takes the per-organization advisory lock, deletes expired "
+        "reservations, sums what is reserved and the roll-up's days of the week and month, "
+        "checks the three caps and inserts the reservation. *first* = the first `text-delta` "
+        "parsed, from just before the request is sent; *provider read* = when the provider "
+        "had read the platform's request (its wall clock, same machine); *headers* = the "
+        "response's headers (sent once the message is stored, after the admission). Added = "
+        "p50 capped - p50 uncapped, per round, median over rounds; the paired figure is the "
+        "median of the per-pair differences.",
+        "",
+        "| Chat, organization | first p50 (ms) | first p99 (ms) | provider read p50 (ms) | "
+        "headers p50 (ms) | `[DONE]` p50 (ms) |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    rows = (("uncapped", "no caps, no events"), ("capped", f"3 caps, {seeded.events:,} events"))
+    for config, label in rows:
+        lines.append(
+            f"| {label} | {chat.med(config, 'first_p50'):.2f} | "
+            f"{chat.med(config, 'first_p99'):.2f} | {chat.med(config, 'provider_p50'):.2f} | "
+            f"{chat.med(config, 'headers_p50'):.2f} | {chat.med(config, 'last_p50'):.2f} |"
+        )
+    lines += [
+        f"| added by the cap check | {added:.2f} | | {chat.added('provider_p50'):.2f} | "
+        f"{chat.added('headers_p50'):.2f} | {chat.added('last_p50'):.2f} |",
+        "",
+        f"Per round (ms): first p50 capped {fmt([x.first_p50 for x in a])}; uncapped "
+        f"{fmt([x.first_p50 for x in b])}; added "
+        f"{fmt([x.first_p50 - y.first_p50 for x, y in zip(a, b, strict=True)])}; paired "
+        f"median {fmt(chat.paired)}. Errors: capped {chat.errors['capped']}, uncapped "
+        f"{chat.errors['uncapped']}. After the run: {end['reservations']} reservations left "
+        f"(every one settled), ledger rows added by the chats: "
+        f"{end['events'].get(CAPPED_ORG, 0) - seeded.events} capped ({chat.chats['capped']} "
+        f"chats{', the phase below included' if relaxed else ''}), "
+        f"{end['events'].get(UNCAPPED_ORG, 0)} uncapped ({chat.chats['uncapped']}).",
+        "",
+    ]
+    if relaxed is not None:
+        x, y = relaxed.rounds["capped"], relaxed.rounds["uncapped"]
+        lines += [
+            "The same chats again (diagnostic, not how the service runs) with "
+            "`synchronous_commit = off` for the whole server (`ALTER SYSTEM`, reloaded, reset "
+            "afterwards), so that no commit waits for its WAL to reach the disk, the two "
+            "organizations' alike:",
+            "",
+            "| Chat, `synchronous_commit = off` | first p50 (ms) | first p99 (ms) | provider "
+            "read p50 (ms) | headers p50 (ms) | `[DONE]` p50 (ms) |",
+            "|---|---:|---:|---:|---:|---:|",
+        ]
+        for config, label in rows:
+            lines.append(
+                f"| {label} | {relaxed.med(config, 'first_p50'):.2f} | "
+                f"{relaxed.med(config, 'first_p99'):.2f} | "
+                f"{relaxed.med(config, 'provider_p50'):.2f} | "
+                f"{relaxed.med(config, 'headers_p50'):.2f} | "
+                f"{relaxed.med(config, 'last_p50'):.2f} |"
+            )
+        lines += [
+            f"| added by the cap check | {relaxed.added('first_p50'):.2f} | | "
+            f"{relaxed.added('provider_p50'):.2f} | {relaxed.added('headers_p50'):.2f} | "
+            f"{relaxed.added('last_p50'):.2f} |",
+            "",
+            f"Per round (ms): first p50 capped {fmt([v.first_p50 for v in x])}; uncapped "
+            f"{fmt([v.first_p50 for v in y])}; added "
+            f"{fmt([v.first_p50 - w.first_p50 for v, w in zip(x, y, strict=True)])}; paired "
+            f"median {fmt(relaxed.paired)}. Errors: capped {relaxed.errors['capped']}, uncapped "
+            f"{relaxed.errors['uncapped']}.",
+            "",
+        ]
+    if sql is not None:
+        r = {k: med(v) for k, v in sql.rows.items()}
+        pair_capped = r["reserve_capped"] + r["resize_capped"]
+        pair_uncapped = r["reserve_uncapped"] + r["resize_uncapped"]
+        pair_async = r["reserve_async"] + r["resize_async"]
+        lines += [
+            "SQL (diagnostic): the ledger's statements from `adapters/postgres/usage.py` sent "
+            "from the benchmark's process over the Unix socket, on connections set up as the "
+            f"service's (`SET ROLE {APP_ROLE}`: row-level security; `app.org_id` set), one "
+            f"statement at a time, interleaved, {args.sql_iterations} iterations per round, "
+            "p50 per round, median over rounds. Each reservation is released by the next "
+            f"step, so none accumulate (refused: {sql.refused}).",
+            "",
+            "| Statement | p50 (ms) | per round |",
+            "|---|---:|---|",
+        ]
+        for name, label in SQL_ROWS.items():
+            lines.append(f"| {label} | {r[name]:.3f} | {fmt(sql.rows[name], 3)} |")
+        lines += [
+            "",
+            "What a capped chat sends before the model call that an uncapped one does "
+            "cheaper: the admission `RESERVE` "
+            f"({r['reserve_capped']:.3f} against {r['reserve_uncapped']:.3f} ms: "
+            f"{r['reserve_capped'] - r['reserve_uncapped']:+.3f} ms) and the `RESIZE` once the "
+            f"prompt is built ({r['resize_capped']:.3f} against {r['resize_uncapped']:.3f} ms: "
+            f"{r['resize_capped'] - r['resize_uncapped']:+.3f} ms), together "
+            f"{pair_capped - pair_uncapped:.3f}"
+            " ms at the database; the settlement comes after the stream. Both capped statements "
+            "write, so each commit waits for its WAL to reach the disk (server settings: "
+            + ", ".join(f"`{k}={v}`" for k, v in sql.settings.items())
+            + "); the uncapped ones write nothing. With `synchronous_commit = off` on the "
+            f"connection (as `chat_runs.py` does for the answer's log) the capped pair takes "
+            f"{pair_async:.3f} ms "
+            f"({pair_async - pair_uncapped:+.3f}"
+            " ms over the uncapped pair); a commit's flush alone, the release's DELETE by id "
+            f"less the asynchronous one: {r['release_capped'] - r['release_async']:.3f} ms.",
+            "",
+            "The spend read (`SPENT`, capped organization), EXPLAIN ANALYZE as the app role:",
+            "",
+            *plan_lines(sql.plans["spent"]),
+            "",
+            "The same three sums taken from `usage_events` directly (what the roll-up saves; "
+            "not run by the service):",
+            "",
+            *plan_lines(sql.plans["ledger"]),
+            "",
+        ]
+    if sql is not None and relaxed is not None:
+        r = {k: med(v) for k, v in sql.rows.items()}
+        flush = r["release_capped"] - r["release_async"]
+        work = r["reserve_async"] - r["reserve_uncapped"]
+        lines += [
+            "Where the chat's added time goes: before the model call, a capped chat's admission "
+            "(`RESERVE`, the reservation's INSERT) and its resize (`RESIZE`, an UPDATE) each "
+            "commit a write and wait for the WAL flush; the uncapped chat sends the same two "
+            "statements and writes nothing. A flush measured "
+            f"{flush:.2f} ms here (the release less its asynchronous twin; it varies with the "
+            "disk's other work); the cap check's own work (lock, expiry DELETE, the reserved "
+            "sum, the roll-up's days of the week and month, "
+            f"the INSERT) is {work:.2f} ms (asynchronous `RESERVE` less the uncapped one). "
+            f"Without the flushes the chat's added time is {relaxed.added('first_p50'):.2f} ms "
+            f"against {chat.added('first_p50'):.2f} ms with them. The {seeded.events:,} events do "
+            "not enter into it: the check reads `usage_daily`, one row per day of the month "
+            "(and of the week, when it began in the month before) "
+            f"({r['spent_capped']:.2f} ms for the same sums as `GET /orgSettings`, a round trip "
+            f"being {r['select1']:.2f} ms).",
+            "",
+        ]
+    lines += [
+        "| Target | Measured | Result |",
+        "|---|---:|---|",
+        f"| `GET /orgSettings` with {seeded.events:,} usage events: p50 < "
+        f"{SETTINGS_TARGET_MS:g} ms (unloaded) | {settings_p50:.2f} ms | "
+        f"{verdict[settings_p50 < SETTINGS_TARGET_MS]} |",
+        f"| the cap check's added time to a chat's first byte at p50 < {ADDED_TARGET_MS:g} ms | "
+        f"{added:.2f} ms | {verdict[added < ADDED_TARGET_MS and errors == 0]} |",
+        *(
+            [
+                f"| the same with `synchronous_commit = off` server-wide (diagnostic) | "
+                f"{relaxed.added('first_p50'):.2f} ms | reported |"
+            ]
+            if relaxed is not None
+            else []
+        ),
+        f"| `GET /orgSettings`, loaded (`-t2 -c32`) p50 / req/s | "
+        f"{lists.median('capped', 'loaded', 'p50_ms'):.2f} ms / "
+        f"{lists.median('capped', 'loaded', 'rps'):.0f} | reported |",
+        "",
+    ]
+    return "\n".join(lines), ok
+
+
+# driver -----------------------------------------------------------------------------------
+def run(args: argparse.Namespace) -> int:
+    info = machine()
+    provider: Process | None = None
+    platform: Platform | None = None
+    sql: SqlResults | None = None
+    relaxed: ChatResults | None = None
+    with tempfile.TemporaryDirectory(prefix="ap-spend-bench-") as tmp:
+        data_dir = Path(tmp).resolve()
+        try:
+            port = free_port()
+            cmd = [sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port", str(port),
+                   "--tokens", str(args.tokens)]  # fmt: skip
+            provider = start("provider", cmd, {}, data_dir / "provider.log")
+            wait_ready(provider, port, "/health", timeout=30)
+            provider_url = f"http://127.0.0.1:{port}"
+            env = {
+                "AP_OPENAI_BASE_URL": f"{provider_url}/v1",
+                "AP_OPENAI_API_KEY": "sk-bench-not-secret",
+                "AP_DEFAULT_CHAT_MODEL": f"openai:{MODEL}",
+                "AP_MODEL_PRICES": json.dumps(PRICES),
+                "AP_LOG_LEVEL": args.log_level,
+                "AP_WORKER_IN_PROCESS": "false",
+            }
+            print(f"starting agent-platform serve (data dir {tmp})", flush=True)
+            platform = Platform.start(data_dir, env)
+            admins = {
+                "capped": token(platform, CAPPED_ORG, "u0", "admin"),
+                "uncapped": token(platform, UNCAPPED_ORG, "n0", "admin"),
+            }
+            print(f"seeding {args.events:,} usage events ({args.seed_mode})", flush=True)
+            seeded = asyncio.run(seed_ledger(platform.pgdata, args))
+            print(
+                f"seeded in {seeded.seconds:.1f} s (+ VACUUM ANALYZE "
+                f"{seeded.analyze_seconds:.1f} s), {seeded.daily_rows} days",
+                flush=True,
+            )
+            caps = {"daily": CAP, "weekly": CAP, "monthly": CAP}
+            seeded.caps_via = save_settings(
+                platform.url, CAPPED_ORG, admins["capped"], {"spendCaps": caps}, platform.pgdata
+            )
+            save_settings(
+                platform.url, UNCAPPED_ORG, admins["uncapped"], {"spendCaps": {}}, platform.pgdata
+            )
+            agent = {"name": "Spend bench", "role": AGENT_ROLE, "model": f"openai:{MODEL}"}
+            for config in CONFIGS:
+                seeded.agents[config] = platform.create_agent(admins[config], agent)
+            for i in range(EXTRA_AGENTS):
+                other = {**agent, "name": f"Agent {i}", "description": f"Agent number {i}."}
+                platform.create_agent(admins["capped"], other)
+            urls = {
+                "capped": f"{platform.url}/orgSettings",
+                "uncapped": f"{platform.url}/orgSettings",
+                "agents": f"{platform.url}/agents",
+            }
+            tokens = {"capped": admins["capped"], "uncapped": admins["uncapped"],
+                      "agents": admins["capped"]}  # fmt: skip
+            for target in TARGETS:
+                response = httpx.get(
+                    urls[target], headers={"Authorization": f"Bearer {tokens[target]}"}
+                )
+                body = expect(response, 200)
+                seeded.bodies[target] = len(response.content)
+                if target == "capped":
+                    status = body["spendCapStatus"]
+                    require(set(status) == set(caps), f"spendCapStatus: {status}")
+                    for period, entry in status.items():
+                        want = seeded.spent[period]
+                        require(
+                            abs(entry["spent"] - want) < 1e-6 and entry["cap"] == CAP,
+                            f"{period}: spent {entry['spent']} != the ledger's {want}",
+                        )
+                elif target == "uncapped":
+                    require(body["spendCapStatus"] == {}, f"uncapped: {body['spendCapStatus']}")
+                else:
+                    require(len(body["agents"]) == EXTRA_AGENTS + 1, "agents: wrong count")
+            lists = measure_listings(urls, tokens, args)
+            chat = ChatResults()
+            chat_tokens = {c: admins[c] for c in CONFIGS}
+            asyncio.run(Chat(platform, provider_url, chat_tokens, seeded.agents, args).run(chat))
+            if args.async_phase:
+                print("the same with synchronous_commit = off server-wide", flush=True)
+                asyncio.run(synchronous_commit(platform.pgdata, False))
+                try:
+                    relaxed = ChatResults()
+                    runner = Chat(platform, provider_url, chat_tokens, seeded.agents, args,
+                                  "async-commit chat")  # fmt: skip
+                    asyncio.run(runner.run(relaxed))
+                    for config in CONFIGS:
+                        chat.chats[config] += relaxed.chats[config]
+                finally:
+                    asyncio.run(synchronous_commit(platform.pgdata, True))
+            time.sleep(1.0)  # the last answers' settlements
+            end = asyncio.run(leftovers(platform.pgdata))
+            if args.sql_iterations:
+                sql = asyncio.run(measure_sql(platform.pgdata, args))
+        except BaseException:
+            if platform is not None:
+                print(f"--- serve log (tail) ---\n{tail(platform.process.log)}", file=sys.stderr)
+            raise
+        finally:
+            if platform is not None:
+                platform.stop()
+            if provider is not None:
+                stop(provider)
+    end["load"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
+    text, ok = section(args, info, seeded, lists, chat, relaxed, sql, end)
+    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=1_000_000)
+    parser.add_argument("--days", type=int, default=90, help="the events' time span")
+    parser.add_argument("--seed-mode", choices=("trigger", "bulk"), default="bulk")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--duration", type=float, default=10.0, help="wrk seconds per target")
+    parser.add_argument("--warmup", type=float, default=5.0, help="wrk warm-up seconds")
+    parser.add_argument("--chat-rounds", type=int, default=5)
+    parser.add_argument("--requests", type=int, default=200, help="chats per org per round")
+    parser.add_argument("--chat-warmup", type=int, default=20)
+    parser.add_argument(
+        "--no-async-phase",
+        dest="async_phase",
+        action="store_false",
+        help="skip the chats with synchronous_commit = off",
+    )
+    parser.add_argument("--sql-iterations", type=int, default=500, help="0 skips it")
+    parser.add_argument("--sql-warmup", type=int, default=50)
+    parser.add_argument("--tokens", type=int, default=200)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--log-level", default="info", choices=("debug", "info", "warning", "error")
+    )
+    parser.add_argument(
+        "--code-note", help="what code was measured, for the report (default: from git status)"
+    )
+    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
+    args = parser.parse_args()
+    if min(args.events, args.rounds, args.chat_rounds, args.requests) < 1:
+        parser.error("--events, --rounds, --chat-rounds and --requests must be at least 1")
+    if shutil.which("wrk") is None:
+        print("wrk is not installed (Debian/Ubuntu: apt-get install -y wrk).", file=sys.stderr)
+        return 2
+    try:
+        return run(args)
+    except BenchError as error:
+        print(f"benchmark failed: {error}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("PYTHONUNBUFFERED", "1")
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""Inbound e-mail: reading raw messages and checking their webhook's signature."""

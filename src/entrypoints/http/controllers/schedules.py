@@ -1,0 +1,168 @@
+"""`/scheduled-tasks`: schedule agents, run them now, read their runs."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, delete, get, patch, post
+from litestar.params import JSONBody, QueryParameter
+from msgspec import UNSET
+
+from application.use_cases.create_scheduled_task import (
+    CreateScheduledTask,
+    CreateScheduledTaskCommand,
+)
+from application.use_cases.delete_scheduled_task import (
+    DeleteScheduledTask,
+    DeleteScheduledTaskCommand,
+)
+from application.use_cases.list_scheduled_runs import ListScheduledRuns, ListScheduledRunsQuery
+from application.use_cases.list_scheduled_tasks import ListScheduledTasks, ListScheduledTasksQuery
+from application.use_cases.run_scheduled_task_now import (
+    RunScheduledTaskNow,
+    RunScheduledTaskNowCommand,
+)
+from application.use_cases.update_scheduled_task import (
+    UpdateScheduledTask,
+    UpdateScheduledTaskCommand,
+)
+from domain.identity import Caller
+from entrypoints.http.openapi import TASK_ID, body_errors, errors
+from entrypoints.http.schedule_schemas import (
+    CreateTaskBody,
+    RunListResponse,
+    RunOut,
+    RunResponse,
+    RunTaskBody,
+    TaskListResponse,
+    TaskOut,
+    TaskResponse,
+    UpdateTaskBody,
+)
+from entrypoints.http.schemas import SuccessMessage
+
+UPDATABLE = ("agent_id", "name", "prompt", "cron", "timezone", "enabled")
+
+
+class ScheduledTaskController(Controller):
+    path = "/scheduled-tasks"
+    tags = ["Scheduled tasks"]
+
+    @post(status_code=201, responses=body_errors(403, 404), summary="Schedule an agent")
+    @inject
+    async def create(
+        self,
+        data: JSONBody[CreateTaskBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[CreateScheduledTask],
+    ) -> TaskResponse:
+        task = await use_case.execute(
+            CreateScheduledTaskCommand(
+                caller=caller,
+                agent_id=data.agent_id,
+                name=data.name,
+                prompt=data.prompt,
+                cron=data.cron,
+                timezone=data.timezone,
+                enabled=data.enabled,
+            )
+        )
+        return TaskResponse(success=True, task=TaskOut.of(task))
+
+    @get(
+        responses=errors(400, 403, 404),
+        summary="List the organization's scheduled tasks, or get one with taskId",
+        description="With `taskId` the body is `{success, task}`; otherwise `{success, tasks}`.",
+    )
+    @inject
+    async def read(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ListScheduledTasks],
+        task_id: Annotated[int | None, TASK_ID] = None,
+    ) -> TaskResponse | TaskListResponse:
+        tasks = await use_case.execute(ListScheduledTasksQuery(caller=caller, task_id=task_id))
+        if task_id is not None:
+            return TaskResponse(success=True, task=TaskOut.of(tasks[0]))
+        return TaskListResponse(success=True, tasks=[TaskOut.of(t) for t in tasks])
+
+    @patch(responses=body_errors(403, 404), summary="Change a scheduled task")
+    @inject
+    async def update(
+        self,
+        data: JSONBody[UpdateTaskBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[UpdateScheduledTask],
+    ) -> TaskResponse:
+        fields: dict[str, Any] = {}
+        for name in UPDATABLE:
+            value = getattr(data, name)
+            if value is not UNSET:
+                fields[_camel(name)] = value
+        task = await use_case.execute(
+            UpdateScheduledTaskCommand(caller=caller, task_id=data.task_id, fields=fields)
+        )
+        return TaskResponse(success=True, task=TaskOut.of(task))
+
+    @delete(
+        status_code=200,
+        responses=errors(400, 403, 404),
+        summary="Delete a scheduled task (its runs and their conversations are kept)",
+    )
+    @inject
+    async def remove(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[DeleteScheduledTask],
+        task_id: Annotated[int, TASK_ID],
+    ) -> SuccessMessage:
+        await use_case.execute(DeleteScheduledTaskCommand(caller=caller, task_id=task_id))
+        return SuccessMessage(success=True, message="Scheduled task deleted")
+
+    @post(
+        "/run",
+        status_code=202,
+        responses=body_errors(403, 404),
+        summary="Run a scheduled task now",
+        description="`queued`, or `skipped` while the task's previous run is queued or running.",
+    )
+    @inject
+    async def run_now(
+        self,
+        data: JSONBody[RunTaskBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[RunScheduledTaskNow],
+    ) -> RunResponse:
+        run = await use_case.execute(
+            RunScheduledTaskNowCommand(caller=caller, task_id=data.task_id)
+        )
+        return RunResponse(success=True, run=RunOut.of(run))
+
+    @get("/runs", responses=errors(400, 403, 404), summary="A scheduled task's runs, newest first")
+    @inject
+    async def runs(
+        self,
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ListScheduledRuns],
+        task_id: Annotated[int, TASK_ID],
+        limit: Annotated[
+            int | None, QueryParameter(name="limit", ge=1, le=100, description="Page size")
+        ] = None,
+        cursor: Annotated[
+            str | None,
+            QueryParameter(name="cursor", description="The previous page's `nextCursor`"),
+        ] = None,
+    ) -> RunListResponse:
+        page = await use_case.execute(
+            ListScheduledRunsQuery(caller=caller, task_id=task_id, limit=limit, cursor=cursor)
+        )
+        return RunListResponse(
+            success=True, runs=[RunOut.of(r) for r in page.runs], next_cursor=page.next_cursor
+        )
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)

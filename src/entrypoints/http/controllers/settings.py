@@ -1,0 +1,62 @@
+"""`/orgSettings`: the organization's settings and its spend against its caps (spec 4.8)."""
+
+from __future__ import annotations
+
+import msgspec
+from dishka import FromDishka
+from dishka.integrations.litestar import inject
+from litestar import Controller, get, put
+from litestar.params import JSONBody
+
+from application.use_cases.get_org_settings import GetOrgSettings, GetOrgSettingsQuery
+from application.use_cases.replace_org_settings import (
+    ReplaceOrgSettings,
+    ReplaceOrgSettingsCommand,
+)
+from domain.identity import Caller
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.settings_schemas import OrgSettingsBody, OrgSettingsResponse
+
+SPEND_CAP_STATUS = (
+    "`spendCapStatus` has an entry for each cap set: the cap, what the organization's model "
+    "calls cost in the current UTC day, ISO week (from Monday) or UTC month, what remains, "
+    "whether the cap is reached and when the period resets; amounts in US dollars."
+)
+
+
+class OrgSettingsController(Controller):
+    path = "/orgSettings"
+    tags = ["Organization settings"]
+
+    @get(
+        responses=errors(403),
+        summary="The organization's settings and its spend against its caps",
+        description="Needs `org:admin` or the permission `org:console:access`. An "
+        "organization that never saved gets the defaults. " + SPEND_CAP_STATUS,
+    )
+    @inject
+    async def read(
+        self, caller: FromDishka[Caller], use_case: FromDishka[GetOrgSettings]
+    ) -> OrgSettingsResponse:
+        view = await use_case.execute(GetOrgSettingsQuery(caller=caller))
+        return OrgSettingsResponse.of(view)
+
+    @put(
+        responses=body_errors(403),
+        summary="Replace the organization's settings whole",
+        description="Needs `org:admin`. A key left out takes its default; every breach of "
+        "the rules is a `details` entry of one 400 `Bad Request`, and nothing is saved. "
+        "`defaultAgentId` must be an agent of the organization; `feedbackModal.customHtml` "
+        "is stored sanitized. Answers as GET does.",
+    )
+    @inject
+    async def replace(
+        self,
+        data: JSONBody[OrgSettingsBody],
+        caller: FromDishka[Caller],
+        use_case: FromDishka[ReplaceOrgSettings],
+    ) -> OrgSettingsResponse:
+        view = await use_case.execute(
+            ReplaceOrgSettingsCommand(caller=caller, settings=msgspec.to_builtins(data.settings))
+        )
+        return OrgSettingsResponse.of(view)

@@ -1,0 +1,139 @@
+"""Request and response bodies of `/scheduled-tasks`: msgspec Structs, camelCase."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated
+
+from msgspec import UNSET, Meta, UnsetType
+
+from domain.schedules import MAX_CRON, MAX_PROMPT, MAX_TASK_NAME, ScheduledRun, ScheduledTask
+from entrypoints.http.schemas import NOT_BLANK, ONE_LINE, Camel, PositiveId, documented
+
+TaskName = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=MAX_TASK_NAME,
+        pattern=r"\S",
+        extra_json_schema=documented(ONE_LINE),
+    ),
+]
+Prompt = Annotated[
+    str, Meta(min_length=1, max_length=MAX_PROMPT, extra_json_schema=documented(NOT_BLANK))
+]
+Cron = Annotated[
+    str,
+    Meta(
+        min_length=1,
+        max_length=MAX_CRON,
+        description="Five fields (minute hour day-of-month month day-of-week), or @hourly, "
+        "@daily, @weekly, @monthly",
+        examples=["0 8 * * 1-5"],
+    ),
+]
+TimeZone = Annotated[
+    str, Meta(min_length=1, max_length=64, description="An IANA time zone", examples=["UTC"])
+]
+
+
+class CreateTaskBody(Camel):
+    agent_id: PositiveId
+    name: TaskName
+    prompt: Prompt
+    cron: Cron
+    timezone: TimeZone | None = None
+    enabled: bool | None = None
+
+
+class UpdateTaskBody(Camel):
+    task_id: PositiveId
+    agent_id: PositiveId | UnsetType = UNSET
+    name: TaskName | UnsetType = UNSET
+    prompt: Prompt | UnsetType = UNSET
+    cron: Cron | UnsetType = UNSET
+    timezone: TimeZone | UnsetType | None = UNSET
+    enabled: bool | UnsetType = UNSET
+
+
+class RunTaskBody(Camel):
+    task_id: PositiveId
+
+
+class TaskOut(Camel):
+    id: int
+    agent_id: int
+    name: str
+    prompt: str
+    cron: str
+    timezone: str
+    enabled: bool
+    next_run_at: datetime | None
+    last_run_at: datetime | None
+    last_run_status: str | None
+    created_at: datetime
+    updated_at: datetime
+    user_id: str
+
+    @classmethod
+    def of(cls, task: ScheduledTask) -> TaskOut:
+        return cls(
+            id=task.id,
+            agent_id=task.agent_id,
+            name=task.name,
+            prompt=task.prompt,
+            cron=task.cron,
+            timezone=task.timezone,
+            enabled=task.enabled,
+            next_run_at=task.next_run_at,
+            last_run_at=task.last_run_at,
+            last_run_status=task.last_run_status.value if task.last_run_status else None,
+            created_at=task.created_at,
+            updated_at=task.updated_at,
+            user_id=task.user_id,
+        )
+
+
+class RunOut(Camel):
+    id: str
+    task_id: int
+    scheduled_for: datetime
+    status: str
+    thread_id: str | None
+    error: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+    @classmethod
+    def of(cls, run: ScheduledRun) -> RunOut:
+        return cls(
+            id=run.id,
+            task_id=run.task_id,
+            scheduled_for=run.scheduled_for,
+            status=run.status.value,
+            thread_id=run.thread_id,
+            error=run.error,
+            started_at=run.started_at,
+            finished_at=run.finished_at,
+        )
+
+
+class TaskResponse(Camel):
+    success: bool
+    task: TaskOut
+
+
+class TaskListResponse(Camel):
+    success: bool
+    tasks: list[TaskOut]
+
+
+class RunResponse(Camel):
+    success: bool
+    run: RunOut
+
+
+class RunListResponse(Camel):
+    success: bool
+    runs: list[RunOut]
+    next_cursor: str | None
