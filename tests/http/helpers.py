@@ -1,9 +1,16 @@
 from __future__ import annotations
 
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
 from litestar.testing import AsyncTestClient
+
+from adapters.queue.worker import RetryPolicy
+from entrypoints.worker import build_worker
 
 
 async def make_kb(client: AsyncTestClient, who: Any, **body: Any) -> dict[str, Any]:
@@ -54,3 +61,25 @@ async def add_file(client: AsyncTestClient, who: Any, kb_id: int) -> dict[str, A
     response = await client.post("/kb/files", json=association(kb_id, upload), headers=who.headers)
     assert response.status_code == 201, response.text
     return response.json()["file"]
+
+
+@asynccontextmanager
+async def running_worker(
+    settings: Any, database: Any, *providers: Any, concurrency: int = 2, attempts: int = 3
+) -> AsyncIterator[None]:
+    """A job worker (`build_worker` with `providers`) consuming the queue in the background
+    until the block ends; failed jobs are retried at once, `attempts` times in all."""
+    job_worker, container = build_worker(
+        settings,
+        database,
+        *providers,
+        concurrency=concurrency,
+        retry=RetryPolicy(max_attempts=attempts, initial_delay=timedelta(0)),
+    )
+    task = asyncio.create_task(job_worker.run())
+    try:
+        yield
+    finally:
+        job_worker.stop()
+        await asyncio.wait_for(task, 30)
+        await container.close()

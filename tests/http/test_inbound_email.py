@@ -10,19 +10,15 @@ import hmac
 import re
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from datetime import timedelta
 from email.message import EmailMessage
 
 import pytest
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from adapters.queue.worker import RetryPolicy
 from entrypoints.http.app import create_app
-from entrypoints.worker import build_worker
 from tests.http.conftest import forget_members
-from tests.http.helpers import make_kb
+from tests.http.helpers import make_kb, running_worker
 from tests.http.test_processing import EmbedderOverride, settle
 
 SECRET = "s" * 40
@@ -47,24 +43,7 @@ async def mail(mail_settings, database, clean, registry) -> AsyncIterator[AsyncT
 
 @pytest.fixture
 def worker(mail_settings, database, registry) -> Callable:
-    @asynccontextmanager
-    async def running() -> AsyncIterator[None]:
-        job_worker, container = build_worker(
-            mail_settings,
-            database,
-            EmbedderOverride(registry),
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=3, initial_delay=timedelta(0)),
-        )
-        task = asyncio.create_task(job_worker.run())
-        try:
-            yield
-        finally:
-            job_worker.stop()
-            await asyncio.wait_for(task, 30)
-            await container.close()
-
-    return running
+    return lambda: running_worker(mail_settings, database, EmbedderOverride(registry))
 
 
 def message(

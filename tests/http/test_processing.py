@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from datetime import timedelta
 from urllib.parse import urlsplit
 
@@ -15,13 +14,12 @@ from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from adapters.queue.worker import RetryPolicy
 from application.ports.embedder import EmbedderRegistry
 from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
 from entrypoints.http.app import create_app
 from entrypoints.worker import build_worker
 from tests.fakes import FakeEmbedderRegistry, HashingEmbedder
-from tests.http.helpers import association, make_kb
+from tests.http.helpers import association, make_kb, running_worker
 
 HANDBOOK = (
     "# Holidays\n\nEveryone gets thirty days of paid holiday every year.\n\n"
@@ -47,24 +45,9 @@ async def client(settings, database, clean, registry) -> AsyncIterator[AsyncTest
 
 @pytest.fixture
 def worker(settings, database, registry) -> Callable:
-    @asynccontextmanager
-    async def running(attempts: int = 3) -> AsyncIterator[None]:
-        job_worker, container = build_worker(
-            settings,
-            database,
-            EmbedderOverride(registry),
-            concurrency=2,
-            retry=RetryPolicy(max_attempts=attempts, initial_delay=timedelta(0)),
-        )
-        task = asyncio.create_task(job_worker.run())
-        try:
-            yield
-        finally:
-            job_worker.stop()
-            await asyncio.wait_for(task, 30)
-            await container.close()
-
-    return running
+    return lambda attempts=3: running_worker(
+        settings, database, EmbedderOverride(registry), attempts=attempts
+    )
 
 
 async def upload(client, who, kb_id, name, content_type, data: bytes) -> dict:

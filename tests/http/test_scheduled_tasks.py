@@ -6,19 +6,17 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
-from datetime import UTC, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-from adapters.queue.worker import RetryPolicy
 from domain.schedules import AGENT_GONE, TASK_GONE, next_occurrence
-from entrypoints.worker import build_worker
 from tests.fakes.chat import text_script
 from tests.http.chat_support import ScriptedModels, make_agent, script
+from tests.http.helpers import running_worker
 
 TASK = {"name": "Morning digest", "prompt": "Summarise yesterday.", "cron": "0 8 * * 1-5"}
 
@@ -58,24 +56,9 @@ async def ended(client, who, task_id: int, run_id: str) -> dict[str, Any]:
 
 @pytest.fixture
 def worker(settings, database, holder) -> Callable:
-    @asynccontextmanager
-    async def running() -> AsyncIterator[None]:
-        job_worker, container = build_worker(
-            settings,
-            database,
-            ScriptedModels(holder),
-            concurrency=1,
-            retry=RetryPolicy(max_attempts=2, initial_delay=timedelta(0)),
-        )
-        task = asyncio.create_task(job_worker.run())
-        try:
-            yield
-        finally:
-            job_worker.stop()
-            await asyncio.wait_for(task, 30)
-            await container.close()
-
-    return running
+    return lambda: running_worker(
+        settings, database, ScriptedModels(holder), concurrency=1, attempts=2
+    )
 
 
 async def test_a_task_is_created_read_changed_and_deleted(chat, alice):
