@@ -1,20 +1,18 @@
 """Scheduled agent runs: a task sends a prompt to an agent on a cron schedule in an IANA time
 zone; each occurrence becomes a run.
 
-Occurrences are computed in the task's local time by cronsim: a time that a spring-forward
-change skips runs at the first minute after the gap, and a time that a fall-back change repeats
-runs once. Occurrences missed while nothing ran collapse into one catch-up run: the next
-occurrence is always the first one after the moment a run is claimed.
+Occurrences are computed in the task's local time by the `CronSchedule` port: a time that a
+spring-forward change skips runs at the first minute after the gap, and a time that a fall-back
+change repeats runs once. Occurrences missed while nothing ran collapse into one catch-up run:
+the next occurrence is always the first one after the moment a run is claimed.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
-
-from cronsim import CronSim, CronSimError
 
 from domain.errors import Invalid, field_error
 from domain.text import check_single_line, check_storable
@@ -29,12 +27,6 @@ RUN_STALLED = "The run stopped before it finished (the worker running it went aw
 MAX_PROMPT = 20_000
 MAX_TASK_NAME = 120  # a run's conversation is titled by it (the title rule)
 MAX_CRON = 200
-NICKNAMES = {
-    "@hourly": "0 * * * *",
-    "@daily": "0 0 * * *",
-    "@weekly": "0 0 * * 0",
-    "@monthly": "0 0 1 * *",
-}
 
 
 class RunStatus(StrEnum):
@@ -103,25 +95,6 @@ class ScheduledRun:
     created_at: datetime
 
 
-def validate_cron(value: object) -> str:
-    """Five fields (minute hour day-of-month month day-of-week), or `@hourly`, `@daily`,
-    `@weekly`, `@monthly`; 400 "Invalid cron expression" otherwise."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CRON:
-        raise Invalid(INVALID_CRON, [field_error("cron", "expected a cron expression")])
-    expression = " ".join(value.split())
-    if expression.startswith("@"):
-        if expression.lower() not in NICKNAMES:
-            raise Invalid(INVALID_CRON, [field_error("cron", "unknown nickname")])
-        return expression.lower()
-    if len(expression.split(" ")) != 5:
-        raise Invalid(INVALID_CRON, [field_error("cron", "expected five fields")])
-    try:
-        CronSim(expression, datetime(2000, 1, 1, tzinfo=UTC))
-    except (CronSimError, ValueError, IndexError, KeyError):
-        raise Invalid(INVALID_CRON, [field_error("cron", "not a valid expression")]) from None
-    return expression
-
-
 def validate_timezone(value: object) -> str:
     """An IANA time zone name (`UTC` when absent); 400 "Unknown time zone" otherwise."""
     if value is None:
@@ -167,10 +140,3 @@ def validate_enabled(value: object) -> bool:
     if not isinstance(value, bool):
         raise Invalid("enabled must be a boolean", [field_error("enabled", "expected a boolean")])
     return value
-
-
-def next_occurrence(cron: str, timezone: str, after: datetime) -> datetime:
-    """The first occurrence strictly after `after`, in UTC."""
-    expression = NICKNAMES.get(cron, cron)
-    occurrence: datetime = next(iter(CronSim(expression, after.astimezone(ZoneInfo(timezone)))))
-    return occurrence.astimezone(UTC)

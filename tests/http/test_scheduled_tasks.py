@@ -13,11 +13,13 @@ from typing import Any
 import pytest
 from sqlalchemy import text
 
-from domain.schedules import AGENT_GONE, TASK_GONE, next_occurrence
+from adapters.scheduling.cron import CronsimSchedule
+from domain.schedules import AGENT_GONE, TASK_GONE
 from tests.fakes.chat import text_script
 from tests.http.chat_support import ScriptedModels, make_agent, script
 from tests.http.helpers import running_worker
 
+CRON = CronsimSchedule()
 TASK = {"name": "Morning digest", "prompt": "Summarise yesterday.", "cron": "0 8 * * 1-5"}
 
 
@@ -70,7 +72,7 @@ async def test_a_task_is_created_read_changed_and_deleted(chat, alice):
     }  # fmt: skip
     assert task["userId"] == alice.user and task["lastRunAt"] is None
     next_run = datetime.fromisoformat(task["nextRunAt"])
-    assert next_run == next_occurrence("0 8 * * 1-5", "Europe/Berlin", before)
+    assert next_run == CRON.next_occurrence("0 8 * * 1-5", "Europe/Berlin", before)
     listed = await chat.get("/scheduled-tasks", headers=alice.headers)
     assert [t["id"] for t in listed.json()["tasks"]] == [task["id"]]
     one = await chat.get("/scheduled-tasks", params={"taskId": task["id"]}, headers=alice.headers)

@@ -17,6 +17,7 @@ from dishka import Provider, Scope, provide
 from adapters.postgres.database import create_pool, org_connection
 from adapters.postgres.schedules import PgDueTasks, PgScheduledTaskRepository
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
+from adapters.scheduling.cron import CronsimSchedule
 from application.ports.clock import Clock
 from application.use_cases.claim_scheduled_task import (
     ClaimScheduledTask,
@@ -47,6 +48,7 @@ class ClockAt(Provider):
 async def main(url: str, now: datetime) -> int:
     pool = await create_pool(url, app_role="agent_platform_app", size=4)
     clock = FixedClock(now)
+    cron = CronsimSchedule()
     try:
         print("ready", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.readline)
@@ -55,7 +57,7 @@ async def main(url: str, now: datetime) -> int:
             for org_id, task_id in await PgDueTasks(pool).due(now, 100):
                 async with org_connection(pool, org_id) as db:
                     claim = ClaimScheduledTask(
-                        PgScheduledTaskRepository(db), PgQueuerJobQueue(db), db, clock
+                        PgScheduledTaskRepository(db), PgQueuerJobQueue(db), db, clock, cron
                     )
                     command = ClaimScheduledTaskCommand(org_id=org_id, task_id=task_id)
                     if await claim.execute(command) is not None:

@@ -8,16 +8,17 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from adapters.scheduling.cron import CronsimSchedule
 from domain.errors import Invalid
 from domain.schedules import (
     INVALID_CRON,
     UNKNOWN_TIME_ZONE,
-    next_occurrence,
-    validate_cron,
     validate_prompt,
     validate_task_name,
     validate_timezone,
 )
+
+CRON = CronsimSchedule()
 
 
 def occurrences(cron: str, zone: str, start: datetime, count: int) -> list[datetime]:
@@ -25,7 +26,7 @@ def occurrences(cron: str, zone: str, start: datetime, count: int) -> list[datet
     for the first occurrence after the one it ran)."""
     found, at = [], start
     for _ in range(count):
-        at = next_occurrence(cron, zone, at)
+        at = CRON.next_occurrence(cron, zone, at)
         found.append(at)
     return found
 
@@ -98,8 +99,8 @@ def test_weekday_mornings_in_a_zone_are_utc_instants_of_that_zone():
 
 def test_the_next_occurrence_is_strictly_after_the_moment_given():
     at = datetime(2026, 1, 1, 8, 0, tzinfo=UTC)
-    assert next_occurrence("0 8 * * *", "UTC", at) == datetime(2026, 1, 2, 8, tzinfo=UTC)
-    assert next_occurrence("0 8 * * *", "UTC", at - timedelta(seconds=1)) == at
+    assert CRON.next_occurrence("0 8 * * *", "UTC", at) == datetime(2026, 1, 2, 8, tzinfo=UTC)
+    assert CRON.next_occurrence("0 8 * * *", "UTC", at - timedelta(seconds=1)) == at
 
 
 @pytest.mark.parametrize(
@@ -107,8 +108,8 @@ def test_the_next_occurrence_is_strictly_after_the_moment_given():
     [("0 8 * * 1-5", "0 8 * * 1-5"), ("  */15   *  * * * ", "*/15 * * * *"), ("@DAILY", "@daily")],
 )
 def test_valid_cron_expressions_are_kept_normalised(given, kept):
-    assert validate_cron(given) == kept
-    assert next_occurrence(kept, "UTC", datetime(2026, 1, 1, tzinfo=UTC))
+    assert CRON.validate(given) == kept
+    assert CRON.next_occurrence(kept, "UTC", datetime(2026, 1, 1, tzinfo=UTC))
 
 
 @pytest.mark.parametrize(
@@ -118,7 +119,7 @@ def test_valid_cron_expressions_are_kept_normalised(given, kept):
 )  # fmt: skip
 def test_invalid_cron_expressions_are_refused(bad):
     with pytest.raises(Invalid) as refused:
-        validate_cron(bad)
+        CRON.validate(bad)
     assert refused.value.message == INVALID_CRON
 
 

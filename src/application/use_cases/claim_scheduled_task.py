@@ -3,11 +3,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.clock import Clock
+from application.ports.cron_schedule import CronSchedule
 from application.ports.job_queue import JobQueue
 from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.scheduling import record_run
-from domain.schedules import ScheduledRun, next_occurrence
+from domain.schedules import ScheduledRun
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -29,12 +30,18 @@ class ClaimScheduledTask:
     """
 
     def __init__(
-        self, tasks: ScheduledTaskRepository, jobs: JobQueue, uow: UnitOfWork, clock: Clock
+        self,
+        tasks: ScheduledTaskRepository,
+        jobs: JobQueue,
+        uow: UnitOfWork,
+        clock: Clock,
+        cron: CronSchedule,
     ) -> None:
         self._tasks = tasks
         self._jobs = jobs
         self._uow = uow
         self._clock = clock
+        self._cron = cron
 
     async def execute(self, command: ClaimScheduledTaskCommand) -> ScheduledRun | None:
         """The run recorded, or None when the task was not (or no longer) due or was held."""
@@ -50,7 +57,7 @@ class ClaimScheduledTask:
             task.org_id,
             task.id,
             {
-                "next_run_at": next_occurrence(task.cron, task.timezone, now),
+                "next_run_at": self._cron.next_occurrence(task.cron, task.timezone, now),
                 "last_run_at": task.next_run_at,
                 "last_run_status": run.status,
             },

@@ -4,6 +4,7 @@ from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.clock import Clock
+from application.ports.cron_schedule import CronSchedule
 from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, require_agent_manager
@@ -13,8 +14,6 @@ from domain.ids import parse_positive_id
 from domain.schedules import (
     NewScheduledTask,
     ScheduledTask,
-    next_occurrence,
-    validate_cron,
     validate_enabled,
     validate_prompt,
     validate_task_name,
@@ -50,11 +49,13 @@ class CreateScheduledTask:
         agents: AgentRepository,
         uow: UnitOfWork,
         clock: Clock,
+        cron: CronSchedule,
     ) -> None:
         self._tasks = tasks
         self._agents = agents
         self._uow = uow
         self._clock = clock
+        self._cron = cron
 
     async def execute(self, command: CreateScheduledTaskCommand) -> ScheduledTask:
         caller = command.caller
@@ -64,11 +65,13 @@ class CreateScheduledTask:
         agent_id = parse_positive_id(command.agent_id, AGENT_ID_REQUIRED)
         name = validate_task_name(command.name)
         prompt = validate_prompt(command.prompt)
-        cron = validate_cron(command.cron)
+        cron = self._cron.validate(command.cron)
         timezone = validate_timezone(command.timezone)
         enabled = validate_enabled(command.enabled)
         if await self._agents.get(caller.org_id, agent_id) is None:
             raise NotFound(AGENT_NOT_FOUND)
+        now = self._clock.now()
+        next_run_at = self._cron.next_occurrence(cron, timezone, now) if enabled else None
         task = await self._tasks.add(
             NewScheduledTask(
                 org_id=caller.org_id,
@@ -79,7 +82,7 @@ class CreateScheduledTask:
                 cron=cron,
                 timezone=timezone,
                 enabled=enabled,
-                next_run_at=next_occurrence(cron, timezone, self._clock.now()) if enabled else None,
+                next_run_at=next_run_at,
             )
         )
         await self._uow.commit()

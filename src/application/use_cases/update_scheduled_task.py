@@ -5,6 +5,7 @@ from typing import Any
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.clock import Clock
+from application.ports.cron_schedule import CronSchedule
 from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, require_agent_manager
@@ -15,8 +16,6 @@ from domain.schedules import (
     TASK_ID_REQUIRED,
     TASK_NOT_FOUND,
     ScheduledTask,
-    next_occurrence,
-    validate_cron,
     validate_enabled,
     validate_prompt,
     validate_task_name,
@@ -48,11 +47,13 @@ class UpdateScheduledTask:
         agents: AgentRepository,
         uow: UnitOfWork,
         clock: Clock,
+        cron: CronSchedule,
     ) -> None:
         self._tasks = tasks
         self._agents = agents
         self._uow = uow
         self._clock = clock
+        self._cron = cron
 
     async def execute(self, command: UpdateScheduledTaskCommand) -> ScheduledTask:
         caller = command.caller
@@ -69,7 +70,7 @@ class UpdateScheduledTask:
             cron = changes.get("cron", task.cron)
             timezone = changes.get("timezone", task.timezone)
             changes["next_run_at"] = (
-                next_occurrence(cron, timezone, self._clock.now()) if enabled else None
+                self._cron.next_occurrence(cron, timezone, self._clock.now()) if enabled else None
             )
         updated = await self._tasks.update(caller.org_id, task_id, changes) if changes else task
         assert updated is not None
@@ -91,7 +92,7 @@ class UpdateScheduledTask:
         if "prompt" in fields:
             changes["prompt"] = validate_prompt(fields["prompt"])
         if "cron" in fields:
-            changes["cron"] = validate_cron(fields["cron"])
+            changes["cron"] = self._cron.validate(fields["cron"])
         if "timezone" in fields:
             changes["timezone"] = validate_timezone(fields["timezone"])
         if "enabled" in fields:

@@ -7,6 +7,8 @@ import asyncpg
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.postgres.schedules import PgDueTasks, PgScheduledTaskRepository
+from adapters.scheduling.cron import CronsimSchedule
+from application.ports.cron_schedule import CronSchedule
 from application.ports.scheduled_tasks import DueTasks, ScheduledTaskRepository
 from application.use_cases.claim_scheduled_task import ClaimScheduledTask
 from application.use_cases.create_scheduled_task import CreateScheduledTask
@@ -24,6 +26,7 @@ class ScheduleProvider(Provider):
     scope = Scope.REQUEST
 
     tasks = provide(PgScheduledTaskRepository, provides=ScheduledTaskRepository)
+    cron = provide(CronsimSchedule, provides=CronSchedule, scope=Scope.APP)
     use_cases = provide_all(
         CreateScheduledTask,
         UpdateScheduledTask,
