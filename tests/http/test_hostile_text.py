@@ -5,13 +5,12 @@ stored. (The HTTP edge's decoding has its own tests in test_hostile_input.py.)""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 import pytest
 from sqlalchemy import text
 
-THREAD = str(uuid.uuid4())
+THREAD = "7651c7ca-d1c8-496d-a159-8910b84ab906"  # fixed: parallel workers must collect the same ids
 MESSAGE = [{"role": "user", "parts": [{"type": "text", "text": "hello"}]}]
 
 
