@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import timedelta
@@ -11,6 +10,7 @@ from litestar.testing import AsyncTestClient
 
 from adapters.queue.worker import RetryPolicy
 from entrypoints.worker import build_worker
+from tests.queue_support import running
 
 
 async def make_kb(client: AsyncTestClient, who: Any, **body: Any) -> dict[str, Any]:
@@ -76,10 +76,8 @@ async def running_worker(
         concurrency=concurrency,
         retry=RetryPolicy(max_attempts=attempts, initial_delay=timedelta(0)),
     )
-    task = asyncio.create_task(job_worker.run())
     try:
-        yield
+        async with running(job_worker):
+            yield
     finally:
-        job_worker.stop()
-        await asyncio.wait_for(task, 30)
         await container.close()

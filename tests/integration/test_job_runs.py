@@ -22,6 +22,7 @@ from pgqueuer.queries import Queries
 
 from adapters.postgres.database import DEFAULT_APP_ROLE, asyncpg_dsn
 from adapters.queue.worker import JobKind, JobRun, PgQueuerWorker, RetryPolicy, release_jobs
+from tests.queue_support import running
 
 KIND = "test.job"
 # A worker whose handler never returns, killed once the job is in hand.
@@ -57,16 +58,6 @@ async def enqueue(url: str, *payloads: dict[str, Any]) -> list[int]:
         return [
             int(i) for p in payloads for i in await queries.enqueue(KIND, json.dumps(p).encode())
         ]
-
-
-@asynccontextmanager
-async def running(worker: PgQueuerWorker) -> AsyncIterator[None]:
-    task = asyncio.create_task(worker.run())
-    try:
-        yield
-    finally:
-        worker.stop()
-        await asyncio.wait_for(task, 30)
 
 
 async def until(condition: Callable[[], Any], within: float = 10.0) -> None:
