@@ -36,7 +36,7 @@ lint: $(STAMP)
 	$(BIN)/lint-imports
 
 test: lint $(NODE_STAMP)
-	$(BIN)/pytest -q -p no:cacheprovider
+	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
 # One after the other (they measure the same 2 cores); kb_endpoints needs wrk (apt-get install
 # wrk). Each writes its own section of BENCHMARKS.md, pass or fail, so a miss does not stop the rest.

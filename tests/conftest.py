@@ -98,3 +98,25 @@ def s3_endpoint() -> Iterator[str]:
 async def clean(owner_engine: AsyncEngine) -> None:
     async with owner_engine.begin() as connection:
         await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
+
+
+# Modules that run llama.cpp, torch or `serve` take both cores on their own: under
+# `pytest -n 2 --dist loadgroup` they run one after another on one xdist worker, while the
+# other worker takes the light modules (each module stays on one worker, for its fixtures).
+MODEL_HEAVY = (
+    "tests/e2e/",
+    "tests/integration/test_chat_model_local.py",
+    "tests/integration/test_chat_model_openai.py",
+    "tests/integration/test_structured_extraction.py",
+    "tests/integration/test_embeddings_local.py",
+    "tests/integration/test_llama_build.py",
+    "tests/http/test_processing_local_model.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    root = Path(str(config.rootpath))
+    for item in items:
+        module = Path(str(item.path)).relative_to(root).as_posix()
+        group = "model-heavy" if module.startswith(MODEL_HEAVY) else module
+        item.add_marker(pytest.mark.xdist_group(group))

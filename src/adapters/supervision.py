@@ -45,3 +45,15 @@ def resident_bytes(pid: int) -> int | None:
             return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
     except (OSError, ValueError, IndexError):
         return None
+
+
+def cpu_seconds(pid: int) -> float | None:
+    """CPU time a process has used (user + system, all threads), from /proc (None where that
+    is not available)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            # Fields after the command name, which may itself hold spaces and parentheses.
+            fields = stat.read().rpartition(")")[2].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None

@@ -100,6 +100,7 @@ class Settings:
     local_model_stall_timeout: int = 60
     local_model_memory_mb: int = 4096
     worker_memory_mb: int = field(default_factory=default_worker_memory_mb)
+    worker_nice: int = 10
     extract_timeout: int = 600
     job_max_cut_short_runs: int = 3
 
@@ -245,6 +246,7 @@ class Settings:
             local_model_stall_timeout=integer("AP_LOCAL_MODEL_STALL_TIMEOUT", 60, 1, 3600),
             local_model_memory_mb=integer("AP_LOCAL_MODEL_MEMORY_MB", 4096, 0, 2**20),
             worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
+            worker_nice=integer("AP_WORKER_NICE", 10, 0, 19),
         )
         problems.extend(_identity_problems(settings))
         problems.extend(_inbound_email_problems(settings))

@@ -78,6 +78,10 @@ def run_worker(settings: Settings, concurrency: int | None) -> int:
         worker_id=uuid.UUID(raw_id) if raw_id else None,
     )
     supervised = os.environ.get("AP_WORKER_SUPERVISED") == "1"
+    if supervised and settings.worker_nice:
+        # Extraction, torch and warm-up saturate the cores; at a lower priority they take
+        # only what request handling leaves, so the API answers while a big file goes in.
+        os.nice(settings.worker_nice)
     recycled = asyncio.Event()
 
     async def run() -> None:

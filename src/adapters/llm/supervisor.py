@@ -2,10 +2,11 @@
 
 The runner is a child of the process that needs it (the server, or a worker). It is started
 once and kept loaded, so an answer pays no load; when it exits, crashes or stops sending
-tokens for `stall_timeout` seconds, the call in progress fails with `STOPPED` and the runner is
-started again, after a pause that doubles with each quick failure (0.5 s up to 30 s). Calls
-take turns: one runs while the others wait, in order, without holding anything but their
-place in the queue; a call waiting while the runner restarts runs on the new runner.
+tokens for `stall_timeout` seconds without using CPU meanwhile, the call in progress fails
+with `STOPPED` and the runner is started again, after a pause that doubles with each quick
+failure (0.5 s up to 30 s). Calls take turns: one runs while the others wait, in order,
+without holding anything but their place in the queue; a call waiting while the runner
+restarts runs on the new runner.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from adapters.llm.protocol import (
     frame,
     from_runner,
 )
-from adapters.supervision import Backoff, describe_exit
+from adapters.supervision import Backoff, cpu_seconds, describe_exit
 
 STOPPED = "The local model stopped unexpectedly."
 NOT_STARTED = "The local model could not be started."
@@ -55,7 +56,8 @@ class RunnerFailure(Exception):
 class RunnerSettings:
     """How the runner is started and watched. `memory_limit` is bytes of address space (0:
     none); `stall_timeout` is how long a call may wait for its next token (the prompt's
-    processing included) before the runner counts as hung."""
+    processing included) before the runner counts as hung, unless it used CPU meanwhile (then
+    up to three more periods)."""
 
     threads: int = 2
     n_ctx: int = 4096
@@ -63,6 +65,35 @@ class RunnerSettings:
     stall_timeout: float = 60.0
     start_timeout: float = 120.0
     stop_timeout: float = 5.0
+
+
+class RunnerProgress:
+    """Whether a runner that sent no token for a stall period is still computing: a long
+    prompt on a crowded machine keeps using CPU, a hung (stopped, deadlocked) runner does not.
+    A busy runner gets `MAX_BUSY_PERIODS` periods without a token, then counts as hung too."""
+
+    MAX_BUSY_PERIODS = 3
+    MIN_CPU_SHARE = 0.05
+
+    def __init__(self, pid: int | None, period: float) -> None:
+        self._pid = pid
+        self._period = period
+        self.reset()
+
+    def reset(self) -> None:
+        self._busy_periods = 0
+        self._cpu = cpu_seconds(self._pid) if self._pid is not None else None
+
+    def still_working(self) -> bool:
+        before = self._cpu
+        self._cpu = cpu_seconds(self._pid) if self._pid is not None else None
+        if before is None or self._cpu is None or self._busy_periods >= self.MAX_BUSY_PERIODS:
+            return False
+        if self._cpu - before < self.MIN_CPU_SHARE * self._period:
+            return False
+        self._busy_periods += 1
+        log.warning("local_model.slow", seconds=self._period, busy_periods=self._busy_periods)
+        return True
 
 
 class _Call:
@@ -140,14 +171,18 @@ class LocalModelRunner:
                     json_schema=dict(json_schema) if json_schema is not None else None,
                 )
             )
+            progress = RunnerProgress(self.pid, self._settings.stall_timeout)
             while True:
                 try:
                     async with asyncio.timeout(self._settings.stall_timeout):
                         event = await call.events.get()
                 except TimeoutError:
+                    if progress.still_working():
+                        continue
                     log.error("local_model.stalled", seconds=self._settings.stall_timeout)
                     self._kill()
                     raise RunnerFailure(STOPPED) from None
+                progress.reset()
                 if event is None:
                     raise RunnerFailure(STOPPED)
                 if isinstance(event, Failed):
