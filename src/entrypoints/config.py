@@ -88,6 +88,8 @@ class Settings:
     identity_webhook_secret: str | None = field(default=None, repr=False)
     inbound_email_domain: str | None = None
     inbound_email_secret: str | None = field(default=None, repr=False)
+    # `GET /metrics` requires `Authorization: Bearer <metrics_token>` when set; public otherwise.
+    metrics_token: str | None = field(default=None, repr=False)
     extract_max_pages: int = 1000
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
@@ -228,6 +230,7 @@ class Settings:
             identity_webhook_secret=text("AP_IDENTITY_WEBHOOK_SECRET"),
             inbound_email_domain=(text("AP_INBOUND_EMAIL_DOMAIN") or "").lower() or None,
             inbound_email_secret=text("AP_INBOUND_EMAIL_SECRET"),
+            metrics_token=text("AP_METRICS_TOKEN"),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
             embedding_part_size=integer(
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000

@@ -85,6 +85,11 @@ class FakeStorage:
         self.objects: dict[str, bytes] = {}
         self.content_types: dict[str, str] = {}
         self.failing_prefixes = failing_prefixes or set()
+        self.down = False
+
+    async def check(self) -> None:
+        if self.down:
+            raise OSError("storage is down")
 
     async def sign_upload(
         self,

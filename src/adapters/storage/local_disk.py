@@ -260,6 +260,18 @@ class LocalDiskStorage:
                 marker.unlink(missing_ok=True)
         return StoredUpload(key=key, size=received, etag=digest.hexdigest())
 
+    async def check(self) -> None:
+        """Raise unless the storage folder takes a write: a small file made and removed."""
+
+        def probe() -> None:
+            path = self._root / f".ready-{secrets.token_hex(8)}"
+            try:
+                path.write_bytes(b"ok")
+            finally:
+                path.unlink(missing_ok=True)
+
+        await asyncio.to_thread(probe)
+
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         target = self._path(key)
 

@@ -90,6 +90,11 @@ class S3ObjectStorage:
             raise
         return StoredObject(size=int(head["ContentLength"]), content_type=head.get("ContentType"))
 
+    async def check(self) -> None:
+        """Raise unless the bucket answers (`HeadBucket`: it exists and these credentials
+        reach it)."""
+        await self._client.head_bucket(Bucket=self._bucket)
+
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         await self._client.put_object(
             Bucket=self._bucket, Key=self._key(key), Body=data, ContentType=content_type

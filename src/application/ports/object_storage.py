@@ -81,3 +81,7 @@ class ObjectStorage(Protocol):
     async def delete_prefix(self, prefix: str) -> int:
         """Delete every object whose key starts with `prefix` (ending in `/`); return how many."""
         ...
+
+    async def check(self) -> None:
+        """Raise unless the store answers and takes writes (readiness: `GET /health/ready`)."""
+        ...

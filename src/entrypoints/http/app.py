@@ -33,10 +33,18 @@ from entrypoints.http.controllers.schedules import ScheduledTaskController
 from entrypoints.http.controllers.search import search_knowledge_bases
 from entrypoints.http.controllers.settings import OrgSettingsController
 from entrypoints.http.controllers.skills import skill_router
-from entrypoints.http.controllers.system import health, jwks
+from entrypoints.http.controllers.system import (
+    complete_system_document,
+    health,
+    jwks,
+    live,
+    metrics,
+    ready,
+)
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.controllers.webhooks import identity_webhook
 from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.metrics import HttpMetrics
 from entrypoints.http.middleware import (
     PUBLIC_PATHS,
     BearerAuthenticationMiddleware,
@@ -83,6 +91,9 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         presign_upload,
         download_file,
         health,
+        live,
+        ready,
+        metrics,
         jwks,
         identity_webhook,
         inbound_email,
@@ -131,11 +142,15 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         logging_config=None,
     )
     app.state.dishka_container = container
-    complete_document(app.plugins.get(OpenAPIPlugin))
+    app.state.http_metrics = HttpMetrics()
+    plugin = app.plugins.get(OpenAPIPlugin)
+    complete_document(plugin)
+    complete_system_document(plugin.provide_openapi_schema())
     return app
 
 
 def create_app(settings: Settings, database: Database, *providers: Provider) -> ASGIApp:
     """The served ASGI app: Litestar wrapped so that every response, 404s included, carries
-    `X-Request-ID` and is logged once."""
-    return RequestContextMiddleware(create_litestar(settings, database, *providers))
+    `X-Request-ID`, is logged once and is counted in the app's metrics."""
+    app = create_litestar(settings, database, *providers)
+    return RequestContextMiddleware(app, metrics=app.state.http_metrics)

@@ -20,6 +20,7 @@ from adapters.identity.jwks import MAX_TOKEN_LENGTH
 from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
+from entrypoints.http.metrics import HttpMetrics
 
 REQUEST_ID_HEADER = b"x-request-id"
 _CLIENT_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
@@ -28,6 +29,8 @@ PUBLIC_PATHS = (
     r"^/\.well-known/",
     r"^/storage/",
     r"^/health$",
+    r"^/health/(live|ready)$",
+    r"^/metrics$",  # its own bearer token when AP_METRICS_TOKEN is set
     r"^/webhooks/identity$",  # signed by the identity provider instead
     r"^/webhooks/inbound-email$",  # signed by the mail provider instead
 )
@@ -41,10 +44,13 @@ access_log = structlog.get_logger("agent_platform.access")
 class RequestContextMiddleware:
     """Gives every request an id (the client's `X-Request-ID` when sane), echoes it on the
     response, binds it to the log context and writes one access-log line at the end. Refuses
-    a request whose headers pass `MAX_HEADER_BYTES` (431) before anything reads them."""
+    a request whose headers pass `MAX_HEADER_BYTES` (431) before anything reads them. With
+    `metrics`, also counts the request by route template and status, times it until its
+    headers leave, and keeps the gauge of open event streams while one is sent."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, metrics: HttpMetrics | None = None) -> None:
         self.app = app
+        self.metrics = metrics
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != ScopeType.HTTP:
@@ -57,16 +63,22 @@ class RequestContextMiddleware:
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
         started = time.perf_counter()
+        answered: float | None = None
+        streaming = False
 
         async def send_with_id(message: Message) -> None:
-            nonlocal status
+            nonlocal status, answered, streaming
             if message["type"] == "http.response.start":
                 status = message["status"]
+                answered = time.perf_counter()
                 headers = [
                     (k, v) for k, v in message.get("headers", []) if k.lower() != REQUEST_ID_HEADER
                 ]
                 headers.append((REQUEST_ID_HEADER, request_id.encode()))
                 message["headers"] = headers
+                if self.metrics is not None and _is_event_stream(headers):
+                    streaming = True
+                    self.metrics.open_streams.inc()
             await send(message)
 
         structlog.contextvars.bind_contextvars(request_id=request_id)
@@ -76,6 +88,15 @@ class RequestContextMiddleware:
             else:
                 await self.app(scope, receive, send_with_id)
         finally:
+            if self.metrics is not None:
+                if streaming:
+                    self.metrics.open_streams.dec()
+                self.metrics.observe(
+                    route=scope.get("path_template") or None,
+                    method=scope.get("method"),
+                    status=status,
+                    seconds=(answered or time.perf_counter()) - started,
+                )
             user = scope.get("user")
             access_log.info(
                 "request",
@@ -87,6 +108,13 @@ class RequestContextMiddleware:
                 user_id=getattr(user, "user_id", None),
             )
             structlog.contextvars.unbind_contextvars("request_id")
+
+
+def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(
+        name.lower() == b"content-type" and value.lower().startswith(b"text/event-stream")
+        for name, value in headers
+    )
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:

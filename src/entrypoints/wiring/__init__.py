@@ -18,6 +18,7 @@ from entrypoints.wiring.infrastructure import InfrastructureProvider, local_disk
 from entrypoints.wiring.knowledge import KnowledgeProvider
 from entrypoints.wiring.members import MemberProvider
 from entrypoints.wiring.models import ModelProvider
+from entrypoints.wiring.operations import OperationsProvider
 from entrypoints.wiring.schedules import ScheduleProvider
 from entrypoints.wiring.settings import OrgSettingsProvider
 from entrypoints.wiring.skills import SkillProvider
@@ -45,6 +46,7 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
         ConversationProvider(),
         ChatProvider(),
         ScheduleProvider(),
+        OperationsProvider(),
         *providers,
         context={Settings: settings, Database: database},
     )
