@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 # Inside node_modules: `npm ci` wipes it, and deleting node_modules forces a reinstall.
 NODE_STAMP := tests/node/node_modules/.installed
 
-.PHONY: serve test install lint worker bench
+.PHONY: serve test install lint worker bench fuzz
 
 $(STAMP): pyproject.toml scripts/install-llama-cpp.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
@@ -49,3 +49,10 @@ bench: $(STAMP)
 	-$(BIN)/python bench/skills.py
 	-$(BIN)/python bench/members.py
 	-$(BIN)/python bench/spend.py
+
+# Schemathesis against every operation of the OpenAPI document, far longer than `make test`
+# (15 examples an operation): FUZZ_EXAMPLES=1000 make fuzz for more, AP_FUZZ_RANDOM=1 for new
+# examples instead of the repeatable ones, AP_FUZZ_CODEC=ascii to stay in ASCII.
+FUZZ_EXAMPLES ?= 200
+fuzz: $(STAMP)
+	AP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/http/test_fuzz_openapi.py

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 import httpx
 import jwt
@@ -22,15 +24,18 @@ ISSUER = "https://idp.test"
 
 class JwksServer:
     def __init__(self) -> None:
-        self.keys: list[dict] = []
+        self.keys: list[Any] = []
         self.hits = 0
+        self.status = 200  # anything else: the provider failing
+        self.lock = threading.Lock()
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                server.hits += 1
+                with server.lock:
+                    server.hits += 1
                 body = json.dumps({"keys": server.keys}).encode()
-                self.send_response(200)
+                self.send_response(server.status)
                 self.send_header("content-type", "application/json")
                 self.end_headers()
                 self.wfile.write(body)
@@ -40,7 +45,8 @@ class JwksServer:
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.httpd.server_port}/jwks.json"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        # A short poll, so that shutting the server down at the end of a test is quick.
+        threading.Thread(target=self.httpd.serve_forever, args=(0.01,), daemon=True).start()
 
     def publish(self, private_key, kid: str, alg: str) -> None:
         algorithm = RSAAlgorithm if alg == "RS256" else ECAlgorithm
@@ -119,6 +125,21 @@ def _hmac_with_public_key() -> str:
     return f"{header}.{body}.{b64(signature)}"
 
 
+def _embedded_jwk() -> str:
+    """Signed with another key that the header carries (`jwk`) and points to (`jku`)."""
+    attacker = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    jwk = {**json.loads(RSAAlgorithm.to_jwk(attacker.public_key())), "kid": "rsa-1"}
+    headers = {"kid": "rsa-1", "jwk": jwk, "jku": "http://127.0.0.1:9/jwks.json"}
+    return jwt.encode(claims(), attacker, algorithm="RS256", headers=headers)
+
+
+def _tampered() -> str:
+    """A genuine token whose payload was swapped for one naming another organization."""
+    head, _, signature = sign(claims(o={"id": "org_a", "rol": "member"})).split(".")
+    body = jwt.utils.base64url_encode(json.dumps(claims(o={"id": "org_b"})).encode()).decode()
+    return f"{head}.{body}.{signature}"
+
+
 @pytest.mark.parametrize(
     "token",
     [
@@ -137,6 +158,14 @@ def _hmac_with_public_key() -> str:
         pytest.param(lambda: sign(claims(iat=int(time.time()) + 3600)), id="iat-in-future"),
         pytest.param(lambda: sign(claims(aud="other")), id="wrong-audience"),
         pytest.param(lambda: sign(claims(azp="https://evil.test")), id="wrong-azp"),
+        pytest.param(lambda: sign(claims(azp=["https://app.test"])), id="azp-as-a-list"),
+        pytest.param(lambda: sign(claims(azp={"p": "https://app.test"})), id="azp-as-an-object"),
+        pytest.param(lambda: sign(claims(aud=None)), id="no-audience"),
+        pytest.param(lambda: sign(claims(nbf=int(time.time()) + 3600)), id="nbf-in-future"),
+        pytest.param(lambda: jwt.encode(claims(), RSA_KEY, algorithm="RS256"), id="no-kid"),
+        pytest.param(lambda: sign(claims(), kid="rsa-unknown"), id="unknown-kid"),
+        pytest.param(_embedded_jwk, id="attacker-key-in-the-header"),
+        pytest.param(_tampered, id="tampered-payload"),
         pytest.param(lambda: sign(claims(), EC_KEY, "ES256", "rsa-1"), id="alg-key-mismatch"),
         pytest.param(lambda: sign(claims(), rsa.generate_private_key(65537, 2048)), id="bad-sig"),
         pytest.param(lambda: sign(claims(sub="a/b")), id="odd-subject"),
@@ -220,3 +249,52 @@ async def test_a_verified_token_is_remembered_until_it_expires(server, monkeypat
         await verifier.verify(token)
         # Past the token's expiry the cache no longer answers: the token is checked again.
         assert decodes == [1]
+
+
+async def test_a_flood_of_unknown_kids_on_a_cold_cache_fetches_the_jwks_once(server):
+    """200 distinct unknown key ids at once: one fetch (the first, which fills the cache);
+    none of them forces another within the refetch interval."""
+    server.publish(RSA_KEY, "rsa-1", "RS256")
+    async with httpx.AsyncClient() as client:
+        verifier = JwksTokenVerifier(http_jwks_fetcher(server.url, client), issuer=ISSUER)
+        tokens = [sign(claims(aud=None, azp=None), kid=f"flood-{n}") for n in range(200)]
+        outcomes = await asyncio.gather(
+            *(verifier.verify(token) for token in tokens), return_exceptions=True
+        )
+        assert all(isinstance(outcome, Unauthenticated) for outcome in outcomes)
+        assert server.hits == 1
+        assert (await verifier.verify(sign(claims(aud=None, azp=None)))).user_id == "user_1"
+    assert server.hits == 1
+
+
+async def test_a_failing_provider_is_not_hammered_either(server):
+    server.status = 503
+    async with httpx.AsyncClient() as client:
+        verifier = JwksTokenVerifier(http_jwks_fetcher(server.url, client), issuer=ISSUER)
+        for n in range(50):
+            with pytest.raises(Unauthenticated):
+                await verifier.verify(sign(claims(aud=None, azp=None), kid=f"flood-{n}"))
+    assert server.hits == 1
+
+
+async def test_unusable_entries_of_the_jwks_are_skipped(server):
+    """Entries no verifier could use (not an object, no key material, an HMAC secret) are
+    dropped without a crash; the usable keys still verify, and an HMAC key is never one."""
+    server.keys.extend(["not-a-key", 5, None, {"kty": "RSA", "kid": "broken"}])
+    server.keys.append(
+        {
+            "kty": "oct",
+            "k": "c3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3Nzc3M",
+            "alg": "HS256",
+            "kid": "hmac-1",
+        }
+    )
+    server.publish(RSA_KEY, "rsa-1", "RS256")
+    async with httpx.AsyncClient() as client:
+        verifier = JwksTokenVerifier(http_jwks_fetcher(server.url, client), issuer=ISSUER)
+        assert (await verifier.verify(sign(claims(aud=None, azp=None)))).user_id == "user_1"
+        hmac_token = jwt.encode(
+            claims(aud=None, azp=None), b"s" * 32, algorithm="HS256", headers={"kid": "hmac-1"}
+        )
+        with pytest.raises(Unauthenticated):
+            await verifier.verify(hmac_token)

@@ -103,8 +103,8 @@ class JwksTokenVerifier:
             for entry in document.get("keys", []):
                 try:
                     key = jwt.PyJWK.from_dict(dict(entry))
-                except jwt.PyJWTError:
-                    continue
+                except (jwt.PyJWTError, TypeError, ValueError, KeyError):
+                    continue  # not a key this verifier can use: the others still count
                 if key.key_id and key.algorithm_name in ALGORITHMS:
                     keys[key.key_id] = key
             self._keys = keys
@@ -161,7 +161,9 @@ class JwksTokenVerifier:
             log.info("auth.token_rejected", reason="NonNumericTimeClaim")
             raise Unauthenticated(UNAUTHORIZED)
         azp = claims.get("azp")
-        if self._authorized_parties and azp is not None and azp not in self._authorized_parties:
+        # Checked when present, as Clerk's SDK does (a token made for a backend has none); an
+        # `azp` that is no string (a list, an object) is never an authorized party.
+        if self._authorized_parties and azp is not None and not self._authorized(azp):
             raise Unauthenticated(UNAUTHORIZED)
         if not isinstance(claims.get("sub"), str) or not _ID.fullmatch(claims["sub"]):
             raise Unauthenticated(UNAUTHORIZED)
@@ -169,6 +171,9 @@ class JwksTokenVerifier:
         if identity.org_id is not None and not _ORG_ID.fullmatch(identity.org_id):
             raise Unauthenticated(UNAUTHORIZED)
         return identity, float(claims["exp"])
+
+    def _authorized(self, azp: Any) -> bool:
+        return isinstance(azp, str) and azp in self._authorized_parties
 
 
 def _is_time(claims: Mapping[str, Any], name: str) -> bool:
