@@ -250,6 +250,8 @@ class Settings:
             local_model_memory_mb=integer("AP_LOCAL_MODEL_MEMORY_MB", 4096, 0, 2**20),
             worker_memory_mb=integer("AP_WORKER_MEMORY_MB", default_worker_memory_mb(), 256, 2**20),
             worker_nice=integer("AP_WORKER_NICE", 10, 0, 19),
+            extract_timeout=integer("AP_EXTRACT_TIMEOUT", 600, 1, 86_400),
+            job_max_cut_short_runs=integer("AP_JOB_MAX_CUT_SHORT_RUNS", 3, 1, 100),
         )
         problems.extend(_identity_problems(settings))
         problems.extend(_inbound_email_problems(settings))

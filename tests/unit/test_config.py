@@ -108,3 +108,31 @@ def test_inbound_email_settings_are_checked_and_the_secret_kept_out_of_the_repr(
             Settings.from_env({"AP_INBOUND_EMAIL_DOMAIN": domain})
     with pytest.raises(ConfigError, match="AP_INBOUND_EMAIL_SECRET must be at least 32"):
         Settings.from_env({"AP_INBOUND_EMAIL_SECRET": "short"})
+
+
+def test_operations_and_worker_limits_are_read():
+    settings = Settings.from_env(
+        {
+            "AP_METRICS_TOKEN": "scrape-secret",
+            "AP_WORKER_NICE": "5",
+            "AP_EXTRACT_TIMEOUT": "90",
+            "AP_JOB_MAX_CUT_SHORT_RUNS": "7",
+        }
+    )
+    assert settings.metrics_token == "scrape-secret"
+    assert "scrape-secret" not in repr(settings)
+    assert (settings.worker_nice, settings.extract_timeout, settings.job_max_cut_short_runs) == (
+        5,
+        90,
+        7,
+    )
+    defaults = Settings.from_env({})
+    assert defaults.metrics_token is None
+    assert (defaults.worker_nice, defaults.extract_timeout, defaults.job_max_cut_short_runs) == (
+        10,
+        600,
+        3,
+    )
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env({"AP_WORKER_NICE": "20", "AP_EXTRACT_TIMEOUT": "0"})
+    assert "AP_WORKER_NICE" in str(refused.value) and "AP_EXTRACT_TIMEOUT" in str(refused.value)

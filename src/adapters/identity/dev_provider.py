@@ -7,6 +7,7 @@ import base64
 import hashlib
 import json
 import os
+import secrets
 import time
 from pathlib import Path
 from typing import Any
@@ -43,12 +44,21 @@ class DevIdentityProvider:
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
-        try:
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        except FileExistsError:
-            return DevIdentityProvider._load_or_create(path)
+        # Written whole under a private name, then linked into place: a process starting at
+        # the same moment sees no file or the whole key, never a half-written one, and the
+        # link fails if another process won the race (its key is then the one used).
+        staging = path.with_name(f".{path.name}.{secrets.token_hex(8)}.tmp")
+        fd = os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "wb") as handle:
             handle.write(pem)
+            handle.flush()
+            os.fsync(handle.fileno())
+        try:
+            os.link(staging, path)
+        except FileExistsError:
+            return DevIdentityProvider._load_or_create(path)
+        finally:
+            staging.unlink(missing_ok=True)
         return key
 
     def jwks(self) -> dict[str, Any]:
