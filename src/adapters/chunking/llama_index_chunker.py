@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-
-from llama_index.core import Document
-from llama_index.core.node_parser import MarkdownNodeParser, SentenceSplitter
-from llama_index.core.utils import get_tokenizer
+from functools import cached_property
+from typing import Any
 
 from domain.chunks import TextChunk
 from domain.extraction import ExtractedDocument
@@ -46,11 +44,24 @@ def _locate(haystack: str, needle: str, cursor: int) -> int:
 class LlamaIndexChunker:
     """`Chunker` built from llama-index node parsers."""
 
-    def __init__(self) -> None:
-        self._sections = MarkdownNodeParser(include_metadata=False, include_prev_next_rel=False)
-        self._tokenizer: Callable[[str], list[int]] = get_tokenizer()
+    # llama-index is imported at the first split, not with the module: it takes about two
+    # seconds, which every `serve` start paid although only workers split text.
+    @cached_property
+    def _sections(self) -> Any:
+        from llama_index.core.node_parser import MarkdownNodeParser
+
+        return MarkdownNodeParser(include_metadata=False, include_prev_next_rel=False)
+
+    @cached_property
+    def _tokenizer(self) -> Callable[[str], list[int]]:
+        from llama_index.core.utils import get_tokenizer
+
+        tokenizer: Callable[[str], list[int]] = get_tokenizer()
+        return tokenizer
 
     def split(self, document: ExtractedDocument, *, size: int, overlap: int) -> list[TextChunk]:
+        from llama_index.core.node_parser import SentenceSplitter
+
         splitter = SentenceSplitter(
             chunk_size=size, chunk_overlap=overlap, tokenizer=self._tokenizer
         )
@@ -97,6 +108,8 @@ class LlamaIndexChunker:
         above the first subsection) is joined to the one that follows it."""
         cursor = 0
         pending: int | None = None
+        from llama_index.core import Document
+
         for node in self._sections.get_nodes_from_documents([Document(text=text)]):
             content = node.get_content()
             start = _locate(text, content, cursor)
