@@ -4,8 +4,9 @@ The app role sees no row without `app.org_id` (row-level security), so the scrap
 two security-definer functions that return counts only, never a row, an organization or a user:
 `ap_file_state_counts()` (knowledge-base files by processing state) and `ap_model_usage_totals()`
 (tokens and cost of the usage ledger by provider, the part of `model` before `:`). The tables
-force row-level security on their owner too, so each gets a read-only policy that lets the owner
-(who runs these functions) see every row; the app role stays confined to its organization.
+force row-level security on their owner too: `knowledge_base_files` lets its owner read already
+(0002), `usage_events` gets a read-only policy for the migrating role only (who owns these
+functions); the app role meets no new policy and stays confined to its organization.
 
 Revision ID: 0012
 Revises: 0011
@@ -23,7 +24,6 @@ down_revision = "0011"
 branch_labels = None
 depends_on = None
 
-TABLES = ("knowledge_base_files", "usage_events")
 POLICY = "owner_aggregates"
 FUNCTIONS = ("ap_file_state_counts()", "ap_model_usage_totals()")
 
@@ -34,12 +34,9 @@ def app_role() -> str:
 
 def upgrade() -> None:
     role = app_role()
-    for table in TABLES:
-        owner = (
-            "current_user = (SELECT tableowner FROM pg_tables "
-            f"WHERE schemaname = 'public' AND tablename = '{table}')"
-        )
-        op.execute(f"CREATE POLICY {POLICY} ON {table} FOR SELECT USING ({owner})")
+    # For the functions' owner (the role migrating) only, so the app role's own policy stays
+    # the only one it meets; knowledge_base_files' policy already lets the owner read (0002).
+    op.execute(f"CREATE POLICY {POLICY} ON usage_events FOR SELECT TO CURRENT_USER USING (true)")
     op.execute(
         """
         CREATE FUNCTION ap_file_state_counts()
@@ -69,5 +66,4 @@ def upgrade() -> None:
 def downgrade() -> None:
     for function in reversed(FUNCTIONS):
         op.execute(f"DROP FUNCTION {function}")
-    for table in reversed(TABLES):
-        op.execute(f"DROP POLICY {POLICY} ON {table}")
+    op.execute(f"DROP POLICY {POLICY} ON usage_events")

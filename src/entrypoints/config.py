@@ -90,6 +90,7 @@ class Settings:
     inbound_email_secret: str | None = field(default=None, repr=False)
     # `GET /metrics` requires `Authorization: Bearer <metrics_token>` when set; public otherwise.
     metrics_token: str | None = field(default=None, repr=False)
+    metrics_cache_seconds: int = 10
     extract_max_pages: int = 1000
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
@@ -231,6 +232,7 @@ class Settings:
             inbound_email_domain=(text("AP_INBOUND_EMAIL_DOMAIN") or "").lower() or None,
             inbound_email_secret=text("AP_INBOUND_EMAIL_SECRET"),
             metrics_token=text("AP_METRICS_TOKEN"),
+            metrics_cache_seconds=integer("AP_METRICS_CACHE_SECONDS", 10, 0, 300),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
             embedding_part_size=integer(
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
@@ -255,6 +257,7 @@ class Settings:
         )
         problems.extend(_identity_problems(settings))
         problems.extend(_inbound_email_problems(settings))
+        problems.extend(_metrics_problems(settings))
         if problems:
             raise ConfigError(problems)
         return settings
@@ -271,7 +274,18 @@ def _identity_problems(settings: Settings) -> list[str]:
 
 
 MIN_INBOUND_SECRET = 32
+MIN_METRICS_TOKEN = 24
 _DOMAIN_LABEL = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
+
+
+def _metrics_problems(settings: Settings) -> list[str]:
+    token = settings.metrics_token
+    if token is not None and (len(token) < MIN_METRICS_TOKEN or not token.isprintable()):
+        return [
+            f"AP_METRICS_TOKEN must be at least {MIN_METRICS_TOKEN} printable characters"
+            " (openssl rand -hex 32)"
+        ]
+    return []
 
 
 def _inbound_email_problems(settings: Settings) -> list[str]:

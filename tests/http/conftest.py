@@ -23,6 +23,8 @@ def settings(tmp_root) -> Settings:
         public_url="http://testserver.local",
         max_upload_size=4096,
         skill_limits=SkillLimits(max_files=4, max_file_bytes=2048, max_total_bytes=8192),
+        # Every scrape reads the database: the tests look at counts they just changed.
+        metrics_cache_seconds=0,
     )
 
 

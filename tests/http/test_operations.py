@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import asyncpg
 import pytest
 from botocore.exceptions import ClientError
 from dishka import Provider, Scope, provide
@@ -129,9 +130,13 @@ async def test_a_part_that_hangs_is_reported_after_the_bound(settings, database)
 
 
 async def test_not_ready_names_an_unreachable_database(settings, database):
-    pool = await create_pool(database.url, app_role="agent_platform_app", size=1)
-    await pool.close()
-    async with app_client(settings, database, OperationsOverride(PgOperations(pool))) as client:
+    async def unreachable() -> asyncpg.Pool:
+        # The embedded server listens on a socket directory; this one has no server in it.
+        url = database.url.partition("?")[0] + "?host=/nonexistent-socket-dir"
+        return await create_pool(url, app_role="agent_platform_app", size=1)
+
+    operations = PgOperations(unreachable, cache_seconds=0)
+    async with app_client(settings, database, OperationsOverride(operations)) as client:
         response = await client.get("/health/ready")
         scraped = await scrape(client)
     assert response.status_code == 503
@@ -153,11 +158,12 @@ async def test_local_storage_check_fails_when_its_folder_is_unusable(tmp_path):
         await storage.check()
 
 
-async def test_s3_storage_check_asks_the_bucket(s3_endpoint):
+async def test_s3_storage_check_writes_and_removes_an_object_under_its_prefix(s3_endpoint):
     async with s3_client(endpoint_url=s3_endpoint, region="us-east-1", path_style=True) as client:
         bucket = f"b{uuid.uuid4().hex[:12]}"
         await client.create_bucket(Bucket=bucket)
         await S3ObjectStorage(client, bucket).check()
+        assert (await client.list_objects_v2(Bucket=bucket)).get("KeyCount") == 0
         with pytest.raises(ClientError):
             await S3ObjectStorage(client, f"{bucket}-missing").check()
 
@@ -273,3 +279,23 @@ async def test_the_operations_routes_are_documented_as_public(session_client):
     assert set(scrape_doc["200"]["content"]) == {"text/plain"}
     assert "401" in scrape_doc
     assert {"200", "503"} <= set(doc["paths"]["/health/ready"]["get"]["responses"])
+
+
+async def test_a_scrape_reads_the_database_once_per_cache_period(database, owner_engine):
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=1)
+    reads = 0
+
+    async def connect() -> asyncpg.Pool:
+        nonlocal reads
+        reads += 1
+        return pool
+
+    operations = PgOperations(connect, cache_seconds=60)
+    try:
+        first, *others = await asyncio.gather(*(operations.snapshot() for _ in range(20)))
+        assert all(other is first for other in others)
+        assert reads == 1
+        fresh = PgOperations(connect, cache_seconds=0)
+        assert await fresh.snapshot() is not await fresh.snapshot()
+    finally:
+        await pool.close()

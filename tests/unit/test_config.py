@@ -113,13 +113,13 @@ def test_inbound_email_settings_are_checked_and_the_secret_kept_out_of_the_repr(
 def test_operations_and_worker_limits_are_read():
     settings = Settings.from_env(
         {
-            "AP_METRICS_TOKEN": "scrape-secret",
+            "AP_METRICS_TOKEN": "scrape-secret-0123456789abcdef",
             "AP_WORKER_NICE": "5",
             "AP_EXTRACT_TIMEOUT": "90",
             "AP_JOB_MAX_CUT_SHORT_RUNS": "7",
         }
     )
-    assert settings.metrics_token == "scrape-secret"
+    assert settings.metrics_token == "scrape-secret-0123456789abcdef"
     assert "scrape-secret" not in repr(settings)
     assert (settings.worker_nice, settings.extract_timeout, settings.job_max_cut_short_runs) == (
         5,
@@ -134,5 +134,8 @@ def test_operations_and_worker_limits_are_read():
         3,
     )
     with pytest.raises(ConfigError) as refused:
-        Settings.from_env({"AP_WORKER_NICE": "20", "AP_EXTRACT_TIMEOUT": "0"})
-    assert "AP_WORKER_NICE" in str(refused.value) and "AP_EXTRACT_TIMEOUT" in str(refused.value)
+        Settings.from_env(
+            {"AP_WORKER_NICE": "20", "AP_EXTRACT_TIMEOUT": "0", "AP_METRICS_TOKEN": "short"}
+        )
+    for name in ("AP_WORKER_NICE", "AP_EXTRACT_TIMEOUT", "AP_METRICS_TOKEN"):
+        assert name in str(refused.value)

@@ -54,7 +54,7 @@ class DevIdentityProvider:
             handle.flush()
             os.fsync(handle.fileno())
         try:
-            os.link(staging, path)
+            _place_exclusively(staging, path)
         except FileExistsError:
             return DevIdentityProvider._load_or_create(path)
         finally:
@@ -94,6 +94,20 @@ class DevIdentityProvider:
             claims["email"] = email
         claims.update(extra or {})
         return jwt.encode(claims, self._key, algorithm="RS256", headers={"kid": self.kid})
+
+
+def _place_exclusively(staging: Path, path: Path) -> None:
+    """`staging` at `path` unless a file is there already (`FileExistsError`). A hard link is
+    atomic; where the file system has none (some FUSE and bind mounts), an exclusive create
+    and copy, which a reader at that instant may see empty."""
+    try:
+        os.link(staging, path)
+    except FileExistsError:
+        raise
+    except OSError:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(staging.read_bytes())
 
 
 def _thumbprint(jwk: dict[str, Any]) -> str:

@@ -210,9 +210,16 @@ class LocalModelRunner:
 
     async def _drain(self, call: _Call) -> None:
         try:
+            progress = RunnerProgress(self.pid, self._settings.stall_timeout)
             try:
-                async with asyncio.timeout(self._settings.stall_timeout):
-                    await self._until_ended(call)
+                while True:
+                    try:
+                        async with asyncio.timeout(self._settings.stall_timeout):
+                            await self._until_ended(call)
+                        break
+                    except TimeoutError:
+                        if not progress.still_working():
+                            raise
             except TimeoutError:
                 log.error("local_model.stalled_on_cancel")
                 self._kill()

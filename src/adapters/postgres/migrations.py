@@ -12,6 +12,7 @@ import asyncio
 from pathlib import Path
 
 import asyncpg
+import structlog
 from alembic import command
 from alembic.config import Config
 
@@ -22,6 +23,7 @@ _IN_REPOSITORY = Path(__file__).resolve().parents[3] / "migrations"
 # `migrations` there): a non-editable install has no repository around it.
 _PACKAGED = Path(__file__).resolve().parent / "alembic"
 MIGRATIONS_DIR = _IN_REPOSITORY if _IN_REPOSITORY.is_dir() else _PACKAGED
+log = structlog.get_logger("agent_platform.migrations")
 MIGRATION_LOCK = 7_317_982_430_671_234_529
 """The advisory lock key (any bigint; one per database) held while a process migrates."""
 
@@ -47,7 +49,9 @@ async def _locked(url: str, action: str, revision: str) -> None:
     try:
         # A session lock on a connection of its own: it outlives Alembic's transactions, and
         # goes with the connection if this process dies.
-        await connection.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
+        if not await connection.fetchval("SELECT pg_try_advisory_lock($1)", MIGRATION_LOCK):
+            log.info("migrations.waiting", reason="another process is migrating this database")
+            await connection.execute("SELECT pg_advisory_lock($1)", MIGRATION_LOCK)
         await asyncio.to_thread(_run, url, action, revision)
     finally:
         await connection.close()

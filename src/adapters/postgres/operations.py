@@ -9,7 +9,10 @@ nothing that names an organization, a user or a message.
 
 from __future__ import annotations
 
+import asyncio
 import re
+import time
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from decimal import Decimal
 
@@ -57,27 +60,60 @@ class OperationsSnapshot:
     usage: list[ModelUsage]
 
 
-class PgOperations:
-    """Readiness probes and cross-organization aggregates, on the app's pool (acting as the app
-    role, with no organization set)."""
+PoolFactory = Callable[[], Awaitable[asyncpg.Pool]]
+OPERATIONS_POOL_SIZE = 2
 
-    def __init__(self, pool: asyncpg.Pool) -> None:
-        self._pool = pool
+
+class PgOperations:
+    """Readiness probes and cross-organization aggregates, acting as the app role with no
+    organization set, on a small pool of their own (made at the first probe, so a database
+    that is down at start is reported, not fatal): a probe or a scrape never waits behind
+    requests for a connection, and cannot take one from them. A scrape's counts are kept for
+    `cache_seconds` and computed by one caller at a time, so scrapes as frequent as anyone
+    sends them cost the database one round of queries per period."""
+
+    def __init__(self, connect: PoolFactory, *, cache_seconds: float = 10.0) -> None:
+        self._connect = connect
+        self._pool: asyncpg.Pool | None = None
+        self._opening = asyncio.Lock()
+        self._cache_seconds = cache_seconds
+        self._refreshing = asyncio.Lock()
+        self._cached: tuple[float, OperationsSnapshot] | None = None
+
+    async def _acquire_pool(self) -> asyncpg.Pool:
+        async with self._opening:
+            if self._pool is None:
+                self._pool = await self._connect()
+            return self._pool
+
+    async def close(self) -> None:
+        """Close the pool, if one was made."""
+        if self._pool is not None:
+            await self._pool.close()
 
     async def ping_database(self) -> None:
         """Raise unless the database answers a trivial query."""
-        async with self._pool.acquire() as connection:
+        async with (await self._acquire_pool()).acquire() as connection:
             await connection.fetchval("SELECT 1")
 
     async def ping_queue(self) -> None:
         """Raise unless the job queue's table answers the app role."""
-        async with self._pool.acquire() as connection:
+        async with (await self._acquire_pool()).acquire() as connection:
             await connection.fetchval("SELECT count(*) FROM (SELECT 1 FROM pgqueuer LIMIT 1) q")
 
     async def snapshot(self) -> OperationsSnapshot:
         """Jobs by kind and state (waiting or running now, and finished in the last hour),
-        files by processing state and model usage by provider."""
-        async with self._pool.acquire() as connection:
+        files by processing state and model usage by provider, at most `cache_seconds` old."""
+        async with self._refreshing:
+            now = time.monotonic()
+            if self._cached is not None and now - self._cached[0] < self._cache_seconds:
+                return self._cached[1]
+            snapshot = await self._read()
+            self._cached = (time.monotonic(), snapshot)
+            return snapshot
+
+    async def _read(self) -> OperationsSnapshot:
+        async with (await self._acquire_pool()).acquire() as connection:
             jobs = await connection.fetch(JOBS)
             finished = await connection.fetch(FINISHED_JOBS)
             files = await connection.fetch("SELECT state, files FROM ap_file_state_counts()")

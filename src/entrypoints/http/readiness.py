@@ -26,8 +26,9 @@ async def _outcome(name: str, check: Check, seconds: float) -> str:
     except TimeoutError:
         log.warning("readiness check timed out", part=name, seconds=seconds)
         return TIMED_OUT
-    except Exception:
-        log.exception("readiness check failed", part=name)
+    except Exception as error:
+        # One line, not a traceback: probes repeat every few seconds while a part is down.
+        log.warning("readiness check failed", part=name, error=f"{type(error).__name__}: {error}")
         return FAILED
     return OK
 

@@ -148,8 +148,8 @@ async def metrics(
     try:
         async with asyncio.timeout(SNAPSHOT_TIMEOUT):
             snapshot = await operations.snapshot()
-    except Exception:
-        log.exception("metrics could not read the database")
+    except Exception as error:
+        log.warning("metrics could not read the database", error=f"{type(error).__name__}: {error}")
     registry: HttpMetrics = request.app.state.http_metrics
     return Response(registry.render(snapshot), media_type=CONTENT_TYPE)
 
