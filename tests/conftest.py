@@ -100,23 +100,31 @@ async def clean(owner_engine: AsyncEngine) -> None:
         await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
 
 
-# Modules that run llama.cpp, torch or `serve` take both cores on their own: under
-# `pytest -n 2 --dist loadgroup` they run one after another on one xdist worker, while the
-# other worker takes the light modules (each module stays on one worker, for its fixtures).
-MODEL_HEAVY = (
-    "tests/e2e/",
-    "tests/integration/test_chat_model_local.py",
-    "tests/integration/test_chat_model_openai.py",
-    "tests/integration/test_structured_extraction.py",
-    "tests/integration/test_embeddings_local.py",
-    "tests/integration/test_llama_build.py",
-    "tests/http/test_processing_local_model.py",
-)
+# Modules that run llama.cpp, torch or `serve` take both cores on their own. Under
+# `pytest -n 2 --dist loadgroup` each group runs on one xdist worker, one module after another:
+# the llama.cpp modules in one, the modules that start `serve` or torch in the other, so two
+# llama.cpp processes never spin on the same cores; the light modules fill in around them
+# (each module stays on one worker, for its fixtures).
+HEAVY_GROUPS = {
+    "llama": (
+        "tests/e2e/test_chat_serve.py",
+        "tests/e2e/test_faults.py",
+        "tests/integration/test_chat_model_local.py",
+        "tests/integration/test_chat_model_openai.py",
+        "tests/integration/test_structured_extraction.py",
+        "tests/integration/test_llama_build.py",
+        "tests/http/test_processing_local_model.py",
+    ),
+    "serve": ("tests/e2e/", "tests/integration/test_embeddings_local.py"),
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     root = Path(str(config.rootpath))
     for item in items:
         module = Path(str(item.path)).relative_to(root).as_posix()
-        group = "model-heavy" if module.startswith(MODEL_HEAVY) else module
+        group = next(
+            (name for name, prefixes in HEAVY_GROUPS.items() if module.startswith(prefixes)),
+            module,
+        )
         item.add_marker(pytest.mark.xdist_group(group))

@@ -30,7 +30,13 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()
         if log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(
+            colors=sys.stderr.isatty(),
+            # Plain tracebacks: rich's (highlighted source, every frame's locals) take
+            # seconds each to render, all that time holding the event loop, so that a burst
+            # of errors (a database restart) stalled every request; locals may hold secrets.
+            exception_formatter=structlog.dev.plain_traceback,
+        )
     )
     shared: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,

@@ -62,6 +62,26 @@ def _encode_json(value: Any) -> str:
     return _json_encoder.encode(value).decode()
 
 
+class DatabaseUnavailable(Exception):
+    """No connection to the database could be had: it is down, restarting or refusing
+    connections. Transient; the pool connects again on the next checkout once it is back."""
+
+
+CONNECT_TIMEOUT = 10.0
+"""Seconds to wait for a new connection (asyncpg's default is 60): a request fails fast while
+the database cannot be reached instead of holding its client."""
+# What a lost or refused connection raises: the socket's own errors (refused, no such socket
+# file, timed out), and the server saying it is starting, stopping or has ended the session.
+CONNECTION_ERRORS: tuple[type[Exception], ...] = (
+    OSError,
+    asyncpg.exceptions.PostgresConnectionError,
+    asyncpg.exceptions.CannotConnectNowError,
+    asyncpg.exceptions.AdminShutdownError,
+    asyncpg.exceptions.CrashShutdownError,
+    asyncpg.exceptions.TooManyConnectionsError,
+)
+
+
 async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.Pool:
     """A pool of `size` connections, each switched to `app_role` and decoding JSON with
     msgspec; `app_role=None` keeps the login role (tests that inspect as the owner)."""
@@ -81,7 +101,7 @@ async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.P
         await register_vector(connection)
 
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        asyncpg_dsn(url), min_size=1, max_size=size, init=init
+        asyncpg_dsn(url), min_size=1, max_size=size, init=init, timeout=CONNECT_TIMEOUT
     )
     return pool
 
@@ -196,8 +216,10 @@ async def org_connection(
     await admission.__aenter__()
     try:
         connection = await pool.acquire()
-    except BaseException:
+    except BaseException as error:
         await admission.__aexit__(None, None, None)
+        if isinstance(error, CONNECTION_ERRORS):
+            raise DatabaseUnavailable(type(error).__name__) from error
         raise
     try:
         if member is not None and org_id:

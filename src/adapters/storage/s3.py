@@ -11,6 +11,7 @@ whose response carries the original's name (`Content-Disposition`) and content t
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
@@ -91,9 +92,12 @@ class S3ObjectStorage:
         return StoredObject(size=int(head["ContentLength"]), content_type=head.get("ContentType"))
 
     async def check(self) -> None:
-        """Raise unless the bucket answers (`HeadBucket`: it exists and these credentials
-        reach it)."""
-        await self._client.head_bucket(Bucket=self._bucket)
+        """Raise unless the bucket takes a write: a small object put and deleted under this
+        service's prefix (what its keys may do; `HeadBucket` would need bucket-wide rights a
+        key scoped to the prefix does not have)."""
+        key = self._key(f"readiness/{secrets.token_hex(8)}")
+        await self._client.put_object(Bucket=self._bucket, Key=key, Body=b"ok")
+        await self._client.delete_object(Bucket=self._bucket, Key=key)
 
     async def put(self, key: str, data: bytes, *, content_type: str) -> None:
         await self._client.put_object(
@@ -153,7 +157,11 @@ async def s3_client(
     config = Config(
         signature_version="s3v4",
         s3={"addressing_style": "path" if path_style else "auto"},
-        retries={"max_attempts": 5, "mode": "standard"},
+        # Three attempts (botocore's backoff: at most 3 s in all) and a short connect timeout:
+        # a store that is down fails a request within seconds (503) rather than 20; a job
+        # that meets it is retried by the queue with its own backoff.
+        retries={"max_attempts": 3, "mode": "standard"},
+        connect_timeout=5,
     )
     async with session.client(
         "s3", endpoint_url=endpoint_url, region_name=region, config=config

@@ -5,12 +5,15 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
+import asyncpg
+import botocore.exceptions
 import structlog
 from litestar import MediaType, Request, Response
 from litestar.exceptions import HTTPException, ValidationException
 from litestar.status_codes import HTTP_500_INTERNAL_SERVER_ERROR
 from litestar.types import ExceptionHandlersMap
 
+from adapters.postgres.database import CONNECTION_ERRORS, DatabaseUnavailable
 from application.ports.embedder import EmbeddingFailed
 from domain.errors import (
     Conflict,
@@ -133,6 +136,57 @@ def spend_cap_reached(
     return response
 
 
+DATABASE_UNAVAILABLE = "The database is temporarily unavailable. Try again shortly."
+STORAGE_UNAVAILABLE = "The object store is temporarily unavailable. Try again shortly."
+RETRY_AFTER_SECONDS = "2"
+# What a lost, refused or closed database connection raises in the middle of a request (one
+# that could not be had at all arrives as `DatabaseUnavailable`). OSError is left out: here it
+# may as well come from the disk.
+DATABASE_DOWN = tuple(kind for kind in CONNECTION_ERRORS if kind is not OSError)
+# botocore's "could not connect / the connection dropped / timed out" family.
+STORAGE_DOWN = (botocore.exceptions.ConnectionError, botocore.exceptions.HTTPClientError)
+
+
+def unavailable(message: str) -> Response[dict[str, Any]]:
+    response = error_response(503, message)
+    response.headers["Retry-After"] = RETRY_AFTER_SECONDS
+    return response
+
+
+def database_unavailable(
+    request: Request[Any, Any, Any], error: Exception
+) -> Response[dict[str, Any]]:
+    """The database is down or restarting: 503 at once, no traceback (an outage makes every
+    request fail alike); the pool reconnects by itself once it is back."""
+    if isinstance(error, asyncpg.exceptions.InterfaceError) and not _closed_connection(error):
+        return unexpected_error(request, error)
+    cause = error.__cause__ if isinstance(error, DatabaseUnavailable) else error
+    log.warning("http.database_unavailable", path=request.url.path, error=_describe(cause))
+    return unavailable(DATABASE_UNAVAILABLE)
+
+
+def storage_error(request: Request[Any, Any, Any], error: Exception) -> Response[dict[str, Any]]:
+    """The object store cannot be reached, or answers that it is failing (5xx): 503 at once.
+    Any other refusal of the store is a fault of ours: 500."""
+    if isinstance(error, botocore.exceptions.ClientError):
+        status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        if not isinstance(status, int) or status < 500:
+            return unexpected_error(request, error)
+    if request.method == "DELETE" and request.url.path == "/skills/files":
+        # CONTRACT.md names this one: a storage failure keeps the record and answers 500.
+        return unexpected_error(request, error)
+    log.warning("http.storage_unavailable", path=request.url.path, error=_describe(error))
+    return unavailable(STORAGE_UNAVAILABLE)
+
+
+def _closed_connection(error: Exception) -> bool:
+    return "connection is closed" in str(error) or "connection was closed" in str(error)
+
+
+def _describe(error: BaseException | None) -> str:
+    return f"{type(error).__name__}: {error}" if error is not None else ""
+
+
 def unexpected_error(request: Request[Any, Any, Any], error: Exception) -> Response[dict[str, Any]]:
     log.exception("http.unhandled_error", path=request.url.path, error_type=type(error).__name__)
     return error_response(HTTP_500_INTERNAL_SERVER_ERROR, "Internal Server Error")
@@ -144,5 +198,10 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: http_error,
     EmbeddingFailed: embedding_failed,
     SpendCapReached: spend_cap_reached,
+    DatabaseUnavailable: database_unavailable,
+    asyncpg.exceptions.InterfaceError: database_unavailable,
+    **dict.fromkeys(DATABASE_DOWN, database_unavailable),
+    **dict.fromkeys(STORAGE_DOWN, storage_error),
+    botocore.exceptions.ClientError: storage_error,
     Exception: unexpected_error,
 }
