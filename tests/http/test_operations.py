@@ -115,7 +115,7 @@ async def test_not_ready_names_failing_storage_and_keeps_the_detail_out(settings
     body = response.json()
     assert body["error"] == "Service not ready: storage"
     assert body["details"] == [{"field": "storage", "message": "did not answer"}]
-    assert body["checks"] == {"database": "ok", "storage": "failed", "queue": "ok"}
+    assert set(body) == {"error", "details"}
     assert SECRET_DETAIL not in response.text and "OSError" not in response.text
 
 
@@ -125,7 +125,9 @@ async def test_a_part_that_hangs_is_reported_after_the_bound(settings, database)
         response = await client.get("/health/ready")
         elapsed = time.monotonic() - started
     assert response.status_code == 503
-    assert response.json()["checks"]["storage"] == "timeout"
+    assert response.json()["details"] == [
+        {"field": "storage", "message": "did not answer within 2 s"}
+    ]
     assert elapsed < 10
 
 
@@ -141,7 +143,7 @@ async def test_not_ready_names_an_unreachable_database(settings, database):
         scraped = await scrape(client)
     assert response.status_code == 503
     body = response.json()
-    assert body["checks"] == {"database": "failed", "storage": "ok", "queue": "failed"}
+    assert body["error"] == "Service not ready: database, queue"
     assert {d["field"] for d in body["details"]} == {"database", "queue"}
     # The scrape still answers, with the live metrics and the database marked down.
     assert value(samples(scraped), "ap_metrics_database_up") == 0

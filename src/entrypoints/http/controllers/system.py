@@ -51,11 +51,10 @@ class Ready(Camel):
 
 
 class NotReady(Camel):
-    """The contract's error body, plus each part's outcome."""
+    """The contract's error body: `details` has one entry per failing part."""
 
     error: str
     details: list[dict[str, str]]
-    checks: ReadinessChecks
 
 
 @get(
@@ -92,8 +91,7 @@ async def live() -> Liveness:
         ),
         503: ResponseSpec(
             data_container=NotReady,
-            description="A part did not answer: `error` and `details` name it, `checks` has "
-            "every part's outcome",
+            description="A part did not answer: `error` and `details` name it",
             generate_examples=False,
         ),
         **errors(public=True),
@@ -120,7 +118,6 @@ async def ready(
     body = NotReady(
         error=f"Service not ready: {', '.join(failing)}",
         details=[{"field": name, "message": MESSAGES[checks[name]]} for name in failing],
-        checks=outcomes,
     )
     return Response(body, status_code=503)
 
