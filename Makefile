@@ -49,6 +49,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/skills.py
 	-$(BIN)/python bench/members.py
 	-$(BIN)/python bench/spend.py
+	-$(BIN)/python bench/soak.py
 
 # Schemathesis against every operation of the OpenAPI document, far longer than `make test`
 # (15 examples an operation): FUZZ_EXAMPLES=1000 make fuzz for more, AP_FUZZ_RANDOM=1 for new
