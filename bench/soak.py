@@ -67,6 +67,10 @@ from scripted_provider import content_text
 
 from adapters.identity.dev_provider import DevIdentityProvider
 
+SATURATION_BURSTS = 3
+SATURATION_REQUESTS = 48  # more than serve's main pool (20)
+SATURATION_CHATS = 12  # more than the usage ledger's pool (4)
+
 SECTION_TITLE = "Load and soak: a mixed workload on serve and its worker"
 ORG_ID = "org_soak"
 ADMIN = "user_soak_admin"
@@ -314,8 +318,39 @@ class Soak:
             await self.chat(client, rng, 0, threads)
             if self.rec.errors:
                 raise BenchError(f"priming chat failed: {dict(self.rec.error_examples)}")
+        await self.saturate()
         self.rec = Recorder()
         self.finished.clear()
+
+    async def saturate(self) -> None:
+        """Bring serve's connection pools to their high-water mark before the load: bursts of
+        more concurrent listings and chats than the pools hold. A pool keeps what it opened
+        (asyncpg closes a connection only after 300 s unused), so without this a new peak of
+        concurrent use during the load shows as connections (and fds) more at the end than
+        after the warm-up, which is no leak; a leak still shows, as growth past the peak."""
+        limits = httpx.Limits(max_connections=SATURATION_REQUESTS + SATURATION_CHATS)
+        async with httpx.AsyncClient(timeout=120, limits=limits) as client:
+            for burst in range(SATURATION_BURSTS):
+                members = self.member_headers
+                listings = [
+                    client.get(f"{self.url}/kb/manage", headers=members[n % len(members)])
+                    for n in range(SATURATION_REQUESTS)
+                ]
+                chats = [
+                    read_stream(
+                        client,
+                        f"{self.url}/chat",
+                        chat_body(self.agent_id, f"Saturation {burst}.{n}", f"Burst {n}"),
+                        members[n % len(members)],
+                        ui_delta,
+                    )
+                    for n in range(SATURATION_CHATS)
+                ]
+                answers = await asyncio.gather(*listings, *chats)
+                listed = answers[:SATURATION_REQUESTS]
+                if any(a.status_code != 200 for a in listed if isinstance(a, httpx.Response)):
+                    raise BenchError("a saturation listing failed")
+        print(f"saturated: {SATURATION_BURSTS} bursts", flush=True)
 
     @staticmethod
     def json(response: httpx.Response, status: int) -> Any:
@@ -883,7 +918,10 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
         f"{args.kb_files} finished files a knowledge base's oldest is removed. Chats: a new "
         f"conversation, or ({args.follow_up:.0%}) a follow-up turn in one of the client's 3 "
         f"newest; past {args.conversations} per client the oldest is deleted. Primed before "
-        "the load (one file processed: the worker's embedding model loaded; one chat).",
+        "the load (one file processed: the worker's embedding model loaded; one chat), then "
+        f"{SATURATION_BURSTS} bursts of {SATURATION_REQUESTS} listings and "
+        f"{SATURATION_CHATS} chats at once, so serve's connection pools start at their "
+        "high-water mark (a pool keeps what it opened for 300 s unused).",
         f"- Duration: {args.seconds:g} s of load: a {args.warmup:g} s warm-up, then the "
         f"measured window ({window:.0f} s). At the end of the warm-up and at the end the "
         "clients pause, finish what they are doing and close their connections; after "

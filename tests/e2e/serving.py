@@ -28,11 +28,15 @@ class Server:
         self.base = f"http://127.0.0.1:{self.port}"
         self.process: subprocess.Popen[bytes] | None = None
 
-    def start(self, timeout: float = 90) -> None:
-        """Start it and wait until `/health` answers."""
-        self.process = subprocess.Popen(
+    def launch(self) -> subprocess.Popen[bytes]:
+        """The `serve` process, its output on a pipe (read at `stop`)."""
+        return subprocess.Popen(
             [BIN, "serve"], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
         )
+
+    def start(self, timeout: float = 90) -> None:
+        """Start it and wait until `/health` answers."""
+        self.process = self.launch()
         deadline = time.monotonic() + timeout
         while True:
             try:

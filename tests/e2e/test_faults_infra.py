@@ -38,6 +38,7 @@ from entrypoints.worker import build_worker
 from tests.conftest import free_port
 from tests.e2e.serving import BIN, Server
 from tests.http.chat_support import events
+from tests.http.helpers import association
 from tests.http.test_processing import EmbedderOverride
 from tests.http.test_worker_fault import status_of
 from tests.integration.test_chat_model_openai import ScriptedServer, sse_delta, sse_head
@@ -54,21 +55,11 @@ class LoggedServer(Server):
         super().__init__(data_dir, env)
         self.log_path = data_dir.parent / f"serve-{self.port}.log"
 
-    def start(self, timeout: float = 90) -> None:
+    def launch(self) -> subprocess.Popen[bytes]:
         with self.log_path.open("wb") as log_file:
-            self.process = subprocess.Popen(
+            return subprocess.Popen(
                 [BIN, "serve"], env=self.env, stdout=log_file, stderr=subprocess.STDOUT
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                if httpx.get(f"{self.base}/health", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            assert self.process.poll() is None, self.output()
-            assert time.monotonic() < deadline, "serve did not come up"
-            time.sleep(0.3)
 
     def stop(self) -> str:
         assert self.process is not None
@@ -181,15 +172,7 @@ def upload_file(server: Server, headers: dict[str, str], kb_id: int, name: str) 
     assert put.status_code == 200, put.text
     created = httpx.post(
         f"{server.base}/kb/files",
-        json={
-            "kbId": kb_id,
-            "fileId": upload["fileId"],
-            "fileName": name,
-            "fileKey": upload["fileKey"],
-            "contentKey": upload["contentKey"],
-            "contentType": "text/markdown",
-            "fileSize": len(DOC),
-        },
+        json=association(kb_id, upload, fileName=name, fileSize=len(DOC)),
         headers=headers,
     )
     assert created.status_code == 201, created.text
@@ -353,14 +336,7 @@ async def s3_upload(client: AsyncTestClient, headers: dict[str, str], name: str)
     async with httpx.AsyncClient() as http:
         put = await http.put(upload["uploadUrl"], content=DOC, headers=upload["headers"])
     assert put.status_code == 200, put.text
-    return {
-        "fileId": upload["fileId"],
-        "fileName": name,
-        "fileKey": upload["fileKey"],
-        "contentKey": upload["contentKey"],
-        "contentType": "text/markdown",
-        "fileSize": len(DOC),
-    }
+    return association(..., upload, fileName=name, fileSize=len(DOC))
 
 
 async def files_of(client: AsyncTestClient, headers: dict[str, str], kb_id: int) -> list[dict]:

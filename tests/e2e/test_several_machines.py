@@ -42,6 +42,7 @@ from adapters.postgres.embedded import start_embedded_postgres
 from adapters.postgres.migrations import alembic_config
 from tests.conftest import free_port
 from tests.e2e.serving import BIN
+from tests.http.helpers import association
 
 ORG = "org_machines"
 BUCKET = "ap-machines"
@@ -471,15 +472,7 @@ async def test_uploads_presigned_on_one_server_associated_on_the_other_run_once(
         assert put.status_code == 200, put.text
         associated = await http.post(
             f"{associator}/kb/files",
-            json={
-                "kbId": kb_id,
-                "fileId": upload["fileId"],
-                "fileName": name,
-                "fileKey": upload["fileKey"],
-                "contentKey": upload["contentKey"],
-                "contentType": "text/markdown",
-                "fileSize": len(data),
-            },
+            json=association(kb_id, upload, fileName=name, fileSize=len(data)),
         )
         assert associated.status_code == 201, associated.text
         file_ids.append(associated.json()["file"]["id"])

@@ -18,28 +18,15 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from application.ports.embedder import EmbedderRegistry
-from tests.fakes import FakeEmbedderRegistry
 from tests.http.chat_support import settled, start_polled, user_message
 from tests.http.helpers import association, put_upload
 
 MARK = "bmarkzq"  # in every name and text of organization B, never in A's
 B_IDS_FROM = 7_000_000_000_000  # B's integer ids: one range of 10^10 per sequence from here
-
-
-class EmbedderOverride(Provider):
-    def __init__(self, registry: FakeEmbedderRegistry) -> None:
-        super().__init__()
-        self._registry = registry
-
-    @provide(scope=Scope.APP)
-    def embedders(self) -> EmbedderRegistry:
-        return self._registry
 
 
 @dataclass

@@ -26,7 +26,6 @@ from tests.http.helpers import running_worker
 from tests.http.isolation_world import (
     B_IDS_FROM,
     MARK,
-    EmbedderOverride,
     Operation,
     Org,
     Slot,
@@ -43,6 +42,7 @@ from tests.http.isolation_world import (
     sample,
     skill_md,
 )
+from tests.http.test_processing import EmbedderOverride
 
 # Operations that take no member's token, each with the reason it is out of the matrix.
 PUBLIC = {
