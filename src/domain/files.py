@@ -9,7 +9,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
+from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
+from domain.ids import parse_positive_id
 from domain.text import check_storable, has_invisible
 
 FILE_FIELDS_REQUIRED = "File ID, name, file key, content key, and content type are required"
@@ -175,3 +177,46 @@ def validate_file_size(value: object, max_size: int) -> int | None:
             [field_error("fileSize", f"at most {max_size}")],
         )
     return value
+
+
+MAX_FILE_PAGE = 1000
+FILE_LIMIT_INVALID = f"limit must be an integer from 1 to {MAX_FILE_PAGE}"
+
+
+def validate_file_page_limit(value: object) -> int | None:
+    """A page size from 1 to 1000, or None when absent (then every file is listed)."""
+    if value is None or value == "":
+        return None
+    try:
+        limit = parse_positive_id(value, FILE_LIMIT_INVALID)
+    except Invalid:
+        limit = 0
+    if not 1 <= limit <= MAX_FILE_PAGE:
+        raise Invalid(FILE_LIMIT_INVALID, [field_error("limit", FILE_LIMIT_INVALID)])
+    return limit
+
+
+@dataclass(frozen=True, slots=True)
+class FileCursor:
+    """Where a page of a knowledge base's files ends: newest first by `created_at`, then by
+    record id, so a page boundary is stable while files are added."""
+
+    created_at: datetime
+    record_id: int
+
+    def encode(self) -> str:
+        return encode_cursor([self.created_at.isoformat(), self.record_id])
+
+    @staticmethod
+    def decode(value: object) -> FileCursor | None:
+        """None for an absent cursor; `Invalid` for one this service did not hand out."""
+        if value is None or value == "":
+            return None
+        try:
+            stamp, record_id = decode_cursor(value)
+            created_at = datetime.fromisoformat(stamp)
+        except (ValueError, TypeError):
+            raise invalid_cursor() from None
+        if created_at.tzinfo is None or not isinstance(record_id, int) or record_id < 1:
+            raise invalid_cursor()
+        return FileCursor(created_at, record_id)

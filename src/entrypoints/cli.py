@@ -321,7 +321,8 @@ async def _follow(
             while True:
                 async with watcher(context={Identity: identity}) as scope:
                     listing = await scope.get(ListFiles)
-                    files = await listing.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
+                    page = await listing.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
+                files = page.files
                 mine = [f for f in files if f.id in wanted]
                 done = sum(1 for f in mine if f.processing_status.is_terminal)
                 progress.update(task, completed=done)

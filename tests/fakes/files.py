@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Conflict
-from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
+from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus
 
 if TYPE_CHECKING:
     from application.ports.file_repository import FileRepository
@@ -62,6 +62,18 @@ class FakeFiles:
             f for f in self.rows.values() if f.org_id == org_id and f.knowledge_base_id == kb_id
         ]
         return sorted(rows, key=lambda f: f.id, reverse=True)
+
+    async def list_page(
+        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
+    ) -> list[KnowledgeBaseFile]:
+        rows = sorted(
+            await self.list_for_knowledge_base(org_id, kb_id),
+            key=lambda f: (f.created_at, f.id),
+            reverse=True,
+        )
+        if after is not None:
+            rows = [f for f in rows if (f.created_at, f.id) < (after.created_at, after.record_id)]
+        return rows[:limit]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
         return next(

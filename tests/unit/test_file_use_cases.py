@@ -125,10 +125,9 @@ async def test_a_file_id_is_associated_once(world, caller):
 async def test_list_files_checks_the_knowledge_base(world, caller, stranger):
     kb_id = await create(world, caller)
     await associate(world).execute(command(caller, kb_id=kb_id))
-    files = await ListFiles(world.kbs, world.files).execute(
-        ListFilesQuery(caller=caller, kb_id="1")
-    )
-    assert [f.file_id for f in files] == [FILE_ID]
+    page = await ListFiles(world.kbs, world.files).execute(ListFilesQuery(caller=caller, kb_id="1"))
+    assert [f.file_id for f in page.files] == [FILE_ID]
+    assert not page.paged and page.next_cursor is None
     with pytest.raises(NotFound):
         await ListFiles(world.kbs, world.files).execute(ListFilesQuery(caller=stranger, kb_id=1))
     with pytest.raises(Invalid, match="Valid knowledge base ID is required"):

@@ -15,7 +15,13 @@ from typing import Any
 from adapters.postgres.database import OrgConnection
 from adapters.postgres.members import invitation
 from domain.errors import Conflict
-from domain.files import TERMINAL_STATUSES, KnowledgeBaseFile, NewFile, ProcessingStatus
+from domain.files import (
+    TERMINAL_STATUSES,
+    FileCursor,
+    KnowledgeBaseFile,
+    NewFile,
+    ProcessingStatus,
+)
 from domain.identity import MEMBER_ROLE, Identity
 from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseSummary, NewKnowledgeBase
 from domain.members import Invitation
@@ -62,6 +68,16 @@ DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
 LIST_FILES = (
     f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
     "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
+)
+LIST_FILES_FIRST_PAGE = (
+    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
+    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 "
+    "ORDER BY f.created_at DESC, f.id DESC LIMIT $3"
+)
+LIST_FILES_NEXT_PAGE = (
+    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
+    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 AND (f.created_at, f.id) < ($4, $5) "
+    "ORDER BY f.created_at DESC, f.id DESC LIMIT $3"
 )
 GET_FILE = (
     f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
@@ -226,6 +242,17 @@ class PgFileRepository:
 
     async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
         return [_file(r) for r in await self._db.fetch(LIST_FILES, org_id, kb_id)]
+
+    async def list_page(
+        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
+    ) -> list[KnowledgeBaseFile]:
+        if after is None:
+            rows = await self._db.fetch(LIST_FILES_FIRST_PAGE, org_id, kb_id, limit)
+        else:
+            rows = await self._db.fetch(
+                LIST_FILES_NEXT_PAGE, org_id, kb_id, limit, after.created_at, after.record_id
+            )
+        return [_file(r) for r in rows]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
         rows = await self._db.fetch(GET_FILE, org_id, kb_id, uuid.UUID(file_id))

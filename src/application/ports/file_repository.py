@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from domain.files import KnowledgeBaseFile, NewFile, ProcessingStatus
+from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus
 
 
 class FileRepository(Protocol):
@@ -17,6 +17,13 @@ class FileRepository(Protocol):
 
     async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
         """The knowledge base's files, newest first."""
+        ...
+
+    async def list_page(
+        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
+    ) -> list[KnowledgeBaseFile]:
+        """At most `limit` of the knowledge base's files, newest first (by `created_at`, then
+        record id), those after `after` when given."""
         ...
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:

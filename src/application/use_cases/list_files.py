@@ -5,7 +5,7 @@ from dataclasses import dataclass
 from application.ports.file_repository import FileRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from domain.errors import NotFound
-from domain.files import KnowledgeBaseFile
+from domain.files import FileCursor, KnowledgeBaseFile, validate_file_page_limit
 from domain.identity import Caller
 from domain.ids import parse_positive_id
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
@@ -15,6 +15,18 @@ from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 class ListFilesQuery:
     caller: Caller
     kb_id: object
+    limit: object = None
+    cursor: object = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class FilePage:
+    """The files listed; when a page was asked for (`paged`), the cursor of the next page
+    (None on the last)."""
+
+    files: list[KnowledgeBaseFile]
+    paged: bool = False
+    next_cursor: str | None = None
 
 
 class ListFiles:
@@ -22,15 +34,27 @@ class ListFiles:
 
     Rules: `kb_id` must be a positive integer (400 "Valid knowledge base ID is required"); a
     knowledge base that is missing or belongs to another organization is 404 "Knowledge base
-    not found".
+    not found". Without `limit` every file is listed; with it (1 to 1000, else 400) a page at
+    a time, after `cursor` (one this service handed out, else 400), stable while files are
+    added.
     """
 
     def __init__(self, knowledge_bases: KnowledgeBaseRepository, files: FileRepository) -> None:
         self._knowledge_bases = knowledge_bases
         self._files = files
 
-    async def execute(self, query: ListFilesQuery) -> list[KnowledgeBaseFile]:
+    async def execute(self, query: ListFilesQuery) -> FilePage:
         kb_id = parse_positive_id(query.kb_id, KB_ID_REQUIRED)
-        if await self._knowledge_bases.get(query.caller.org_id, kb_id) is None:
+        limit = validate_file_page_limit(query.limit)
+        after = FileCursor.decode(query.cursor)
+        org_id = query.caller.org_id
+        if await self._knowledge_bases.get(org_id, kb_id) is None:
             raise NotFound(KB_NOT_FOUND)
-        return await self._files.list_for_knowledge_base(query.caller.org_id, kb_id)
+        if limit is None:
+            return FilePage(files=await self._files.list_for_knowledge_base(org_id, kb_id))
+        rows = await self._files.list_page(org_id, kb_id, limit=limit + 1, after=after)
+        page = rows[:limit]
+        next_cursor = None
+        if len(rows) > limit:
+            next_cursor = FileCursor(page[-1].created_at, page[-1].id).encode()
+        return FilePage(files=page, paged=True, next_cursor=next_cursor)

@@ -270,9 +270,11 @@ class FileResponse(Camel):
     file: KnowledgeBaseFileOut
 
 
-class FileListResponse(Camel):
+class FileListResponse(Camel, omit_defaults=True):
     success: bool
     files: list[KnowledgeBaseFileOut]
+    # Only when a page was asked for (`limit`): the next page's cursor, null on the last.
+    next_cursor: str | UnsetType | None = UNSET
 
 
 class ReprocessBody(Camel):

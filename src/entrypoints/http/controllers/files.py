@@ -14,6 +14,7 @@ from application.use_cases.associate_file import AssociateFile, AssociateFileCom
 from application.use_cases.delete_file import DeleteFile, DeleteFileCommand
 from application.use_cases.list_files import ListFiles, ListFilesQuery
 from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCommand
+from domain.files import MAX_FILE_PAGE
 from domain.identity import Caller
 from entrypoints.http.openapi import KB_ID, body_errors, errors
 from entrypoints.http.schemas import (
@@ -64,9 +65,27 @@ class FileController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[ListFiles],
         kb_id: Annotated[int, KB_ID],
+        limit: Annotated[
+            int | None,
+            QueryParameter(
+                name="limit",
+                ge=1,
+                le=MAX_FILE_PAGE,
+                description="Page size; without it every file is listed",
+            ),
+        ] = None,
+        cursor: Annotated[
+            str | None,
+            QueryParameter(name="cursor", description="The previous page's `nextCursor`"),
+        ] = None,
     ) -> FileListResponse:
-        files = await use_case.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
-        return FileListResponse(success=True, files=KnowledgeBaseFileOut.of_all(files))
+        page = await use_case.execute(
+            ListFilesQuery(caller=caller, kb_id=kb_id, limit=limit, cursor=cursor)
+        )
+        files = KnowledgeBaseFileOut.of_all(page.files)
+        if not page.paged:
+            return FileListResponse(success=True, files=files)
+        return FileListResponse(success=True, files=files, next_cursor=page.next_cursor)
 
     @post(
         "/reprocess",
