@@ -24,10 +24,33 @@ from kb_endpoints import (
     start,
     stop,
     stop_leftover_postgres,
+    tail,
     wait_ready,
 )
 
 ORG_ID = "org_bench"
+
+
+class ScriptedRig:
+    """A bench's `serve` (`platform`) and its scripted provider (`provider`): stopping both,
+    and the tail of their logs for a failure's report."""
+
+    platform: Platform | None
+    provider: Process | None
+
+    def stop_all(self) -> None:
+        if self.platform is not None:
+            self.platform.stop()
+        if self.provider is not None:
+            stop(self.provider)
+
+    def logs(self) -> str:
+        parts = []
+        if self.platform is not None:
+            parts.append(f"--- serve log (tail) ---\n{tail(self.platform.process.log)}")
+        if self.provider is not None:
+            parts.append(f"--- provider log (tail) ---\n{tail(self.provider.log)}")
+        return "\n".join(parts)
 
 
 @dataclass

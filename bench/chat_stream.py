@@ -42,6 +42,7 @@ import httpx
 import psutil
 from chat_common import (
     Platform,
+    ScriptedRig,
     StreamResult,
     chat_body,
     openai_delta,
@@ -58,7 +59,6 @@ from kb_endpoints import (
     report,
     start,
     stop,
-    tail,
     wait_ready,
 )
 from scripted_provider import content_text
@@ -188,7 +188,7 @@ def openai_body(model: str = MODEL) -> dict[str, Any]:
     }
 
 
-class Bench:
+class Bench(ScriptedRig):
     def __init__(self, args: argparse.Namespace, data_dir: Path) -> None:
         self.args = args
         self.data_dir = data_dir
@@ -239,20 +239,6 @@ class Bench:
         self.paced_agent_id = self.platform.create_agent(
             self.tokens[0], {"name": "Scripted bench", "model": f"openai:{PACED_MODEL}"}
         )
-
-    def stop_all(self) -> None:
-        if self.platform is not None:
-            self.platform.stop()
-        if self.provider is not None:
-            stop(self.provider)
-
-    def logs(self) -> str:
-        parts = []
-        if self.platform is not None:
-            parts.append(f"--- serve log (tail) ---\n{tail(self.platform.process.log)}")
-        if self.provider is not None:
-            parts.append(f"--- provider log (tail) ---\n{tail(self.provider.log)}")
-        return "\n".join(parts)
 
     # one request -----------------------------------------------------------------------
     async def direct(

@@ -61,10 +61,10 @@ from typing import Any
 import asyncpg
 import httpx
 import psutil
-from chat_common import Platform, chat_body, read_stream, ui_delta
+from chat_common import Platform, ScriptedRig, chat_body, read_stream, ui_delta
 from common import command_line, machine, machine_line, owner_connection, percentile, postmaster
 from corpus import TOPICS, paragraph, sentence, title
-from kb_endpoints import BENCH_DIR, ROOT, BenchError, Process, free_port, report, start, stop, tail
+from kb_endpoints import BENCH_DIR, ROOT, BenchError, Process, free_port, report, start
 from kb_endpoints import wait_ready as wait_http
 from scripted_provider import content_text
 
@@ -208,7 +208,7 @@ def markdown(rng: random.Random, n: int) -> bytes:
     return "\n".join(parts).encode()
 
 
-class Soak:
+class Soak(ScriptedRig):
     def __init__(self, args: argparse.Namespace, data_dir: Path) -> None:
         self.args = args
         self.data_dir = data_dir
@@ -271,20 +271,6 @@ class Soak:
         self.member_headers = [
             headers(f"user_soak_{i}", "member") for i in range(self.args.clients)
         ]
-
-    def stop_all(self) -> None:
-        if self.platform is not None:
-            self.platform.stop()
-        if self.provider is not None:
-            stop(self.provider)
-
-    def logs(self) -> str:
-        parts = []
-        if self.platform is not None:
-            parts.append(f"--- serve log (tail) ---\n{tail(self.platform.process.log)}")
-        if self.provider is not None:
-            parts.append(f"--- provider log (tail) ---\n{tail(self.provider.log)}")
-        return "\n".join(parts)
 
     @property
     def url(self) -> str:

@@ -1,4 +1,4 @@
-"""`GET /kb/files` a page at a time (CONTRACT.md: optional `limit` 1–1000 and `cursor`,
+"""`GET /kb/files` a page at a time (CONTRACT.md: optional `limit` 1-1000 and `cursor`,
 keyset, newest first, `nextCursor` null on the last page; without `limit`, every file)."""
 
 from __future__ import annotations
