@@ -51,9 +51,7 @@ async def test_a_page_boundary_holds_while_files_are_added(client, alice):
     assert second["nextCursor"] is None
 
 
-async def test_a_last_page_that_is_full_says_so_and_an_empty_base_has_one_empty_page(
-    client, alice
-):
+async def test_a_last_page_that_is_full_says_so_and_an_empty_base_has_one_empty_page(client, alice):
     kb = await make_kb(client, alice)
     empty = (await listing(client, alice, kb["id"], limit=5)).json()
     assert empty == {"success": True, "files": [], "nextCursor": None}
