@@ -301,3 +301,18 @@ async def test_a_scrape_reads_the_database_once_per_cache_period(database, owner
         assert await fresh.snapshot() is not await fresh.snapshot()
     finally:
         await pool.close()
+
+
+def test_requests_with_unknown_methods_share_one_label_set():
+    metrics = HttpMetrics()
+    for n in range(50):
+        metrics.observe(route="/kb/files", method=f"M{n}", status=200, seconds=0.01)
+    metrics.observe(route="/kb/files", method="GET", status=200, seconds=0.01)
+    found = samples(metrics.render(None).decode())
+    assert (
+        value(found, "ap_http_requests_total", route="/kb/files", method="OTHER", status="200")
+        == 50
+    )
+    assert (
+        value(found, "ap_http_requests_total", route="/kb/files", method="GET", status="200") == 1
+    )

@@ -11,6 +11,7 @@ e-mail address or message text.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
@@ -45,6 +46,7 @@ class HttpMetrics:
             buckets=_LATENCY_BUCKETS,
             registry=self.registry,
         )
+        self._children: dict[tuple[str | None, str, int], tuple[Any, Any]] = {}
         self.open_streams = Gauge(
             "ap_chat_streams_open",
             "Chat answers being streamed to a client now (text/event-stream responses)",
@@ -58,10 +60,20 @@ class HttpMetrics:
         route matched). The metrics endpoint itself is not counted."""
         if route == METRICS_PATH:
             return
-        label_route = route or UNMATCHED_ROUTE
         label_method = method if method in _METHODS else "OTHER"
-        self._requests.labels(label_route, label_method, str(status)).inc()
-        self._latency.labels(label_route, label_method).observe(seconds)
+        key = (route, label_method, status)
+        children = self._children.get(key)
+        if children is None:
+            # Looked up once per (route template, method, status), a bounded set: `labels()`
+            # costs more than the count itself on every request.
+            label_route = route or UNMATCHED_ROUTE
+            children = (
+                self._requests.labels(label_route, label_method, str(status)),
+                self._latency.labels(label_route, label_method),
+            )
+            self._children[key] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def render(self, snapshot: OperationsSnapshot | None) -> bytes:
         """The text exposition: the live metrics, then the scrape's database readings (or
