@@ -398,6 +398,12 @@ async def test_the_object_store_down_and_back(
                 assert refused.json() == {"error": STORAGE_UNAVAILABLE}
                 assert refused.headers["retry-after"]
                 assert time.monotonic() - started < 8
+            # Deleting a skill file is the contract's exception: 500, and the record is kept.
+            kept = await client.delete(
+                "/skills/files", params={"skillId": skill_id, "path": "a/b.md"}, headers=headers
+            )
+            assert kept.status_code == 500
+            assert kept.json() == {"error": "Internal Server Error"}
             # What does not need it still works: listing, and signing (no call to the store).
             assert (await client.get("/kb/manage", headers=headers)).status_code == 200
             download = await client.get(

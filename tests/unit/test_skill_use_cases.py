@@ -13,7 +13,11 @@ import pytest
 from adapters.skills.front_matter import YamlFrontMatterParser
 from adapters.skills.zip_bundle import ZipSkillBundleReader
 from application.use_cases.create_skill import CreateSkill, CreateSkillCommand
-from application.use_cases.delete_skill_file import DeleteSkillFile, DeleteSkillFileCommand
+from application.use_cases.delete_skill_file import (
+    DeleteSkillFile,
+    DeleteSkillFileCommand,
+    SkillFileNotDeleted,
+)
 from application.use_cases.get_skill_file import GetSkillFile, GetSkillFileQuery
 from application.use_cases.import_skill import ImportSkill, ImportSkillCommand
 from application.use_cases.put_skill_file import PutSkillFile, PutSkillFileCommand
@@ -121,8 +125,9 @@ async def test_a_failed_storage_delete_keeps_the_record_and_a_retry_finishes(w):
     command = DeleteSkillFileCommand(caller=ALICE, skill_id=sid, path="scripts/run.sh")
     w.storage.failing_prefixes.add(f"orgs/org_a/skills/{sid}/")
     commits = w.uow.commits
-    with pytest.raises(OSError):
+    with pytest.raises(SkillFileNotDeleted) as failed:
         await delete.execute(command)
+    assert isinstance(failed.value.__cause__, OSError)
     assert w.uow.commits == commits
     assert await w.skills.get_file("org_a", sid, "scripts/run.sh") is not None
     w.storage.failing_prefixes.clear()

@@ -19,6 +19,11 @@ class DeleteSkillFileCommand:
     path: object
 
 
+class SkillFileNotDeleted(Exception):
+    """The stored object could not be deleted (whatever the store's failure, an outage
+    included); the record is kept and the request answers 500, as CONTRACT.md says."""
+
+
 class DeleteSkillFile:
     """Delete a bundled file of an active skill of the caller's organization (spec 4.6), from
     storage and from the database.
@@ -43,6 +48,9 @@ class DeleteSkillFile:
         if record is None:
             raise NotFound(SKILL_FILE_NOT_FOUND)
         if record.storage_key is not None:
-            await self._storage.delete(record.storage_key)
+            try:
+                await self._storage.delete(record.storage_key)
+            except Exception as error:
+                raise SkillFileNotDeleted(record.storage_key) from error
         await self._skills.delete_file(org_id, skill.id, path)
         await self._uow.commit()

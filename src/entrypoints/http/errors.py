@@ -172,9 +172,6 @@ def storage_error(request: Request[Any, Any, Any], error: Exception) -> Response
         status = error.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
         if not isinstance(status, int) or status < 500:
             return unexpected_error(request, error)
-    if request.method == "DELETE" and request.url.path == "/skills/files":
-        # CONTRACT.md names this one: a storage failure keeps the record and answers 500.
-        return unexpected_error(request, error)
     log.warning("http.storage_unavailable", path=request.url.path, error=_describe(error))
     return unavailable(STORAGE_UNAVAILABLE)
 
