@@ -16,7 +16,6 @@ from adapters.postgres.database import OrgConnection
 from adapters.postgres.members import invitation
 from domain.errors import Conflict
 from domain.files import (
-    TERMINAL_STATUSES,
     FileCursor,
     KnowledgeBaseFile,
     NewFile,
@@ -42,18 +41,14 @@ KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
 KB_RETURNING = ", ".join(KB_ORDER)
 FILE_COLUMNS = ", ".join(f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_ORDER)
 FILE_RETURNING = ", ".join(f"{n}::text" if n == "file_id" else n for n in FILE_ORDER)
-TERMINAL = ", ".join(f"'{status.value}'" for status in sorted(TERMINAL_STATUSES))
 
+# Totals come from `knowledge_base_stats`, kept by a trigger as files change (migration 0013),
+# so a listing reads one row per knowledge base however many files it holds.
 SUMMARIES = f"""
-    SELECT {KB_COLUMNS}, coalesce(agg.file_count, 0), coalesce(agg.total_size, 0),
-           agg.last_file_uploaded_at, coalesce(agg.files_in_progress, 0)
+    SELECT {KB_COLUMNS}, coalesce(st.file_count, 0), coalesce(st.total_size, 0),
+           st.last_file_uploaded_at, coalesce(st.files_in_progress, 0)
     FROM knowledge_bases kb
-    LEFT JOIN (
-        SELECT knowledge_base_id, count(*) AS file_count,
-               sum(file_size) AS total_size, max(created_at) AS last_file_uploaded_at,
-               count(*) FILTER (WHERE processing_status NOT IN ({TERMINAL})) AS files_in_progress
-        FROM knowledge_base_files WHERE org_id = $1 GROUP BY knowledge_base_id
-    ) agg ON agg.knowledge_base_id = kb.id
+    LEFT JOIN knowledge_base_stats st ON st.knowledge_base_id = kb.id AND st.org_id = $1
     WHERE kb.org_id = $1"""
 LIST_SUMMARIES = SUMMARIES + " ORDER BY kb.created_at DESC, kb.id DESC"
 GET_SUMMARY = SUMMARIES + " AND kb.id = $2"

@@ -30,6 +30,7 @@ from .knowledge import (
     EmbeddingPartModel,
     KnowledgeBaseFileModel,
     KnowledgeBaseModel,
+    KnowledgeBaseStatsModel,
     StagedChunkModel,
 )
 from .members import (
@@ -67,6 +68,7 @@ __all__ = [
     "JobRunModel",
     "KnowledgeBaseFileModel",
     "KnowledgeBaseModel",
+    "KnowledgeBaseStatsModel",
     "MembershipModel",
     "MembershipRemovalModel",
     "OrgSettingsModel",

@@ -1,6 +1,6 @@
 """Knowledge bases, their files, the files' passages with embeddings (migrations 0001, 0002),
-the parts a large file is embedded in (migration 0004) and a knowledge base's e-mail address
-(migration 0010)."""
+the parts a large file is embedded in (migration 0004), a knowledge base's e-mail address
+(migration 0010) and its totals kept by a trigger (migration 0013)."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     Computed,
+    DateTime,
     ForeignKey,
     Index,
     Integer,
@@ -102,6 +103,23 @@ class KnowledgeBaseFileModel(IdentityPrimaryKey, Timestamps, Base):
     user_metadata: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
     extracted_data: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
     processing_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
+    chunk_count: Mapped[int] = mapped_column(Integer, server_default="0")
+
+
+class KnowledgeBaseStatsModel(Base):
+    """A knowledge base's totals, kept by a trigger on its files (`ap_roll_up_files`)."""
+
+    __tablename__ = "knowledge_base_stats"
+
+    knowledge_base_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("knowledge_bases.id", ondelete="CASCADE"), primary_key=True
+    )
+    org_id: Mapped[str] = org_column()
+    file_count: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    total_size: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    files_in_progress: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    chunk_count: Mapped[int] = mapped_column(BigInteger, server_default="0")
+    last_file_uploaded_at: Mapped[dt.datetime | None] = mapped_column(DateTime(timezone=True))
 
 
 class ChunkModel(IdentityPrimaryKey, Base):
