@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
+import msgspec
 import structlog
 
 _LEVELS = {
@@ -26,9 +28,24 @@ class _CurrentStderr:
         sys.stderr.flush()
 
 
+def _fallback(value: Any) -> Any:
+    """What structlog's own JSON fallback writes for a value JSON has no form for."""
+    method = getattr(value, "__structlog__", None)
+    return method() if callable(method) else repr(value)
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_fallback)
+
+
+def _dumps(event: dict[str, Any], **_: Any) -> str:
+    # msgspec instead of the standard library's json: about a quarter of the time per line,
+    # which counts on the access log's one line per request.
+    return _encoder.encode(event).decode()
+
+
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor = (
-        structlog.processors.JSONRenderer()
+        structlog.processors.JSONRenderer(serializer=_dumps)
         if log_format == "json"
         else structlog.dev.ConsoleRenderer(
             colors=sys.stderr.isatty(),

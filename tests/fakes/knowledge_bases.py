@@ -58,8 +58,8 @@ class FakeKnowledgeBases:
             for f in (self.files.rows.values() if self.files else [])
             if f.knowledge_base_id == kb.id
         ]
-        return KnowledgeBaseSummary(
-            knowledge_base=kb,
+        return KnowledgeBaseSummary.of(
+            kb,
             file_count=len(files),
             total_size=sum(f.file_size or 0 for f in files),
             last_file_uploaded_at=max((f.created_at for f in files), default=None),

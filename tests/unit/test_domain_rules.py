@@ -65,8 +65,8 @@ def test_parse_ids():
 
 def test_summary_status_precedence():
     def summary(kb, in_progress=0):
-        return KnowledgeBaseSummary(
-            knowledge_base=kb,
+        return KnowledgeBaseSummary.of(
+            kb,
             file_count=3,
             total_size=1,
             last_file_uploaded_at=datetime.now(UTC),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
+from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
@@ -146,30 +147,33 @@ ACCEPT_INVITATION = """
 _STATUS = {status.value: status for status in ProcessingStatus}
 
 
+# Rows are read by position straight into the entities, whose fields are in column order
+# (checked below): keyword calls cost several times as much, per row of a listing.
 def _kb(r: Any) -> KnowledgeBase:
-    return KnowledgeBase(
-        id=r[0], org_id=r[1], user_id=r[2], name=r[3], description=r[4], embedding_model=r[5],
-        embedding_dimensions=r[6], extraction_model=r[7], extraction_schema=r[8], source=r[9],
-        trigger=r[10], pending_embedding_model=r[11], pending_embedding_dimensions=r[12],
-        reindex_error=r[13], created_at=r[14], updated_at=r[15], chunk_size=r[16],
-        chunk_overlap=r[17], inbound_email_address=r[18],
-    )  # fmt: skip
+    return KnowledgeBase(*r[:19])
 
 
 def _file(r: Any) -> KnowledgeBaseFile:
-    return KnowledgeBaseFile(
-        id=r[0], org_id=r[1], knowledge_base_id=r[2], file_id=r[3], file_name=r[4],
-        file_key=r[5], content_key=r[6], content_type=r[7], file_size=r[8],
-        processing_status=_STATUS[r[9]], processing_error=r[10], image_keys=r[11],
-        user_metadata=r[12], extracted_data=r[13], created_at=r[14], updated_at=r[15],
-    )  # fmt: skip
+    return KnowledgeBaseFile(*(*r[:9], _STATUS[r[9]], *r[10:16]))
 
 
 def _summary(r: Any) -> KnowledgeBaseSummary:
-    return KnowledgeBaseSummary(
-        knowledge_base=_kb(r), file_count=r[19], total_size=int(r[20]),
-        last_file_uploaded_at=r[21], files_in_progress=r[22],
-    )  # fmt: skip
+    return KnowledgeBaseSummary(*r[:23])
+
+
+def _check_column_order() -> None:
+    totals = ("file_count", "total_size", "last_file_uploaded_at", "files_in_progress")
+    for entity, order in (
+        (KnowledgeBase, KB_ORDER),
+        (KnowledgeBaseSummary, KB_ORDER + totals),
+        (KnowledgeBaseFile, FILE_ORDER),
+    ):
+        names = tuple(field.name for field in fields(entity))
+        if names != order:
+            raise TypeError(f"{entity.__name__} fields {names} are not the columns {order}")
+
+
+_check_column_order()
 
 
 class PgKnowledgeBaseRepository:

@@ -96,8 +96,8 @@ class CreateKnowledgeBase:
             )
         )
         await self._uow.commit()
-        return KnowledgeBaseSummary(
-            knowledge_base=kb,
+        return KnowledgeBaseSummary.of(
+            kb,
             file_count=0,
             total_size=0,
             last_file_uploaded_at=None,

@@ -188,28 +188,12 @@ class KnowledgeBaseOut(Camel):
 
     @classmethod
     def of(cls, summary: KnowledgeBaseSummary) -> KnowledgeBaseOut:
-        kb = summary.knowledge_base
-        return cls(
-            id=kb.id,
-            name=kb.name,
-            description=kb.description,
-            embedding_model=kb.embedding_model,
-            embedding_dimensions=kb.embedding_dimensions,
-            extraction_model=kb.extraction_model,
-            extraction_schema=kb.extraction_schema,
-            source=kb.source,
-            inbound_email_address=kb.inbound_email_address,
-            trigger=kb.trigger,
-            created_at=kb.created_at,
-            updated_at=kb.updated_at,
-            user_id=kb.user_id,
-            file_count=summary.file_count,
-            last_file_uploaded_at=summary.last_file_uploaded_at,
-            total_size=summary.total_size,
-            status=summary.status.value,
-            chunk_size=kb.chunk_size,
-            chunk_overlap=kb.chunk_overlap,
-        )
+        return convert(summary, cls, from_attributes=True)
+
+    @classmethod
+    def of_all(cls, summaries: list[KnowledgeBaseSummary]) -> list[KnowledgeBaseOut]:
+        """The same conversion, in one call for a whole listing."""
+        return convert(summaries, list[cls], from_attributes=True)  # type: ignore[valid-type]
 
 
 class KnowledgeBaseResponse(Camel):

@@ -70,7 +70,7 @@ class KnowledgeBaseController(Controller):
     ) -> KnowledgeBaseListResponse:
         summaries = await use_case.execute(ListKnowledgeBasesQuery(caller=caller))
         return KnowledgeBaseListResponse(
-            success=True, knowledge_bases=[KnowledgeBaseOut.of(s) for s in summaries]
+            success=True, knowledge_bases=KnowledgeBaseOut.of_all(summaries)
         )
 
     @patch(responses=body_errors(403, 404), summary="Change a knowledge base")
