@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+from sqlalchemy import text
+
 from adapters.postgres.database import FairGate, org_connection
 
 
@@ -27,7 +29,6 @@ async def test_the_gate_admits_the_next_caller_once_the_connection_is_back(app_p
     gate = FairGate(1)
     async with org_connection(app_pool, "org_a", gate) as db:
         await db.fetch("SELECT 1")
-    # The release runs in the background; the gate's place comes back with the connection.
     async with asyncio.timeout(5):
         async with org_connection(app_pool, "org_b", gate) as db:
             assert await setting(db, "app.org_id") == "org_b"
@@ -44,3 +45,31 @@ async def test_a_failed_block_rolls_back_and_releases_at_once(app_pool):
     async with org_connection(app_pool, "org_a", gate) as db:
         rows = await db.fetch("SELECT to_regclass('pg_temp.scratch') IS NULL")
         assert rows[0][0] is True
+
+
+async def test_a_scoped_checkout_goes_back_without_a_reset_and_any_checkout_is_scoped(
+    app_pool, owner_engine
+):
+    async with org_connection(app_pool, "org_a") as db:
+        rows = await db.fetch("SELECT pg_backend_pid(), 'the last statement'")
+    pid = rows[0][0]
+    async with owner_engine.connect() as connection:
+        last = await connection.scalar(
+            text("SELECT query FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+        )
+    assert "the last statement" in last  # nothing ran on the release
+    # A checkout that is not org_connection's is scoped to no organization all the same.
+    async with app_pool.acquire() as first, app_pool.acquire() as second:
+        for raw in (first, second):
+            assert await raw.fetchval("SELECT current_setting('app.org_id')") == ""
+            assert await raw.fetchval("SELECT count(*) FROM knowledge_bases") == 0
+
+
+async def test_any_other_checkout_is_reset_in_full_on_release(app_pool):
+    async with app_pool.acquire() as raw:
+        await raw.execute("SET statement_timeout = '1234ms'")
+        await raw.execute("SELECT pg_advisory_lock(42)")
+    async with app_pool.acquire() as first, app_pool.acquire() as second:
+        for raw in (first, second):
+            assert await raw.fetchval("SELECT current_setting('statement_timeout')") == "0"
+            assert await raw.fetchval("SELECT count(*) FROM pg_locks WHERE objid = 42") == 0

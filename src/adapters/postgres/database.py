@@ -1,11 +1,14 @@
 """The application's connection pool and its organization-scoped connections (asyncpg).
 
 Every pooled connection acts as the app role (owns no table, cannot bypass row-level
-security). A checkout first sets `app.org_id` for the whole session, so every statement it
-runs, inside a transaction or not, sees only that organization's rows; asyncpg's reset on
-release (`RESET ALL`, and ROLLBACK of anything left open) clears it before the connection
-serves anyone else. Reads run without a transaction; the first write or lock opens one, and
-nothing is kept unless the use case commits.
+security). Every checkout, whoever asks, is scoped by the pool before it is handed out (the
+pool's `setup`): `app.org_id` for the whole session, to the organization `org_connection` asks
+for and to none for any other caller, with the scope's other settings, so every statement sees
+only that organization's rows, inside a transaction or not. A connection `org_connection` gives
+back holds no session state but that scope (see `OrgConnection.raw`), so it returns to the pool
+without asyncpg's reset round trip (anything left open is still rolled back); any other is
+reset in full (`RESET ALL`, advisory locks, LISTEN, cursors). Reads run without a transaction;
+the first write or lock opens one, and nothing is kept unless the use case commits.
 
 SQLAlchemy is used for the schema (models, Alembic); the request path talks to asyncpg
 directly because SQLAlchemy's transaction and result layers cost more than the queries.
@@ -19,6 +22,8 @@ import re
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -31,19 +36,34 @@ log = logging.getLogger(__name__)
 DEFAULT_APP_ROLE = "agent_platform_app"
 _ROLE_NAME = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 _json_encoder = msgspec.json.Encoder()
-# The organization, and pgvector's iterative index scans, so that a search filtered to one
-# organization's knowledge bases still finds its top k; session-level, cleared on release.
+# The organization, pgvector's iterative index scans (so that a search filtered to one
+# organization's knowledge bases still finds its top k) and whether commits wait for the WAL
+# flush: session-level, all three set on every checkout, so none outlives the checkout.
 SCOPE = (
     "SELECT set_config('app.org_id', $1, false), "
-    "set_config('hnsw.iterative_scan', 'relaxed_order', false)"
+    "set_config('hnsw.iterative_scan', 'relaxed_order', false), "
+    "set_config('synchronous_commit', $2, false)"
 )
-# As SCOPE, for writes that may trade durability for latency: a commit returns before its
-# WAL is flushed (a database crash, not an application one, can lose the last moments).
-SCOPE_ASYNC_COMMIT = SCOPE + ", set_config('synchronous_commit', 'off', false)"
 # As SCOPE, for a member's request: the same round trip also reads when the member was last
 # removed from the organization (`ap_member_removed_at`, migration 0008, run with the app
 # role's own rights), so that refusing a removed member's older tokens costs no extra query.
-SCOPE_MEMBER = SCOPE + ", ap_member_removed_at($1, $2)"
+SCOPE_MEMBER = SCOPE + ", ap_member_removed_at($1, $3)"
+
+
+@dataclass(slots=True)
+class _Scope:
+    """What `org_connection` asks of the checkout it is about to make."""
+
+    org_id: str
+    member: str | None
+    synchronous_commit: bool
+    removed_at: datetime | None = None
+
+
+# Set by `org_connection` around its own checkout and release only, so that the pool's hooks
+# (which run in the caller's task) know whose they are; any other checkout sees None.
+_checkout: ContextVar[_Scope | None] = ContextVar("ap_checkout", default=None)
+_scoped_release: ContextVar[bool] = ContextVar("ap_scoped_release", default=False)
 
 
 def asyncpg_dsn(url: str) -> str:
@@ -84,9 +104,11 @@ CONNECTION_ERRORS: tuple[type[Exception], ...] = (
 
 async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.Pool:
     """A pool of `size` connections, each switched to `app_role` and decoding JSON with
-    msgspec; `app_role=None` keeps the login role (tests that inspect as the owner)."""
+    msgspec; `app_role=None` keeps the login role (tests that inspect as the owner). Every
+    checkout is scoped before it is handed out (see the module's docstring)."""
     if app_role is not None and not _ROLE_NAME.match(app_role):
         raise ValueError(f"invalid database role name: {app_role!r}")
+    server_default: dict[str, str] = {}
 
     async def init(connection: asyncpg.Connection) -> None:
         for kind in ("json", "jsonb"):
@@ -99,9 +121,37 @@ async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.P
         if app_role is not None:
             await connection.execute(f'SET ROLE "{app_role}"')
         await register_vector(connection)
+        if "synchronous_commit" not in server_default:
+            server_default["synchronous_commit"] = await connection.fetchval(
+                "SHOW synchronous_commit"
+            )
+
+    async def setup(connection: Any) -> None:
+        scope = _checkout.get()
+        if scope is None:
+            await connection.execute(SCOPE, "", server_default["synchronous_commit"])
+            return
+        commit = server_default["synchronous_commit"] if scope.synchronous_commit else "off"
+        if scope.member is not None and scope.org_id:
+            row = await connection.fetchrow(SCOPE_MEMBER, scope.org_id, commit, scope.member)
+            scope.removed_at = row[3] if row is not None else None
+        else:
+            await connection.execute(SCOPE, scope.org_id, commit)
+
+    async def reset(connection: asyncpg.Connection) -> None:
+        # asyncpg has rolled back anything left open and dropped the listener callbacks.
+        if _scoped_release.get():
+            return
+        await connection.execute(connection.get_reset_query())
 
     pool: asyncpg.Pool = await asyncpg.create_pool(
-        asyncpg_dsn(url), min_size=1, max_size=size, init=init, timeout=CONNECT_TIMEOUT
+        asyncpg_dsn(url),
+        min_size=1,
+        max_size=size,
+        init=init,
+        setup=setup,
+        reset=reset,
+        timeout=CONNECT_TIMEOUT,
     )
     return pool
 
@@ -156,6 +206,10 @@ class OrgConnection:
 
     @property
     def raw(self) -> asyncpg.Connection:
+        """The connection itself, for what this class does not wrap (executemany, a
+        transaction of the caller's own). It must leave no session state behind (no `SET`
+        without `LOCAL`, LISTEN, session advisory lock or held cursor): it goes back to the
+        pool without a reset, and only its scope is set anew at the next checkout."""
         return self._connection
 
     @property
@@ -204,58 +258,42 @@ async def org_connection(
 ) -> AsyncIterator[OrgConnection]:
     """A connection that sees only `org_id`'s rows (none when it is None) until released;
     whatever was not committed is rolled back. `synchronous_commit=False` lets its commits
-    return before their WAL is on disk (see SCOPE_ASYNC_COMMIT); the reset on release undoes it.
-
-    After a normal exit the connection goes back to the pool in the background: asyncpg's
-    reset is a round trip that the caller (a request about to answer, a stream about to end)
-    need not wait for. The gate's place is given back only once the connection is in the pool.
-    With `member` (a user id), the connection also knows when that member was last removed
-    from the organization (`OrgConnection.removed_at`).
+    return before their WAL is on disk. The pool scopes the connection as it hands it out, in
+    the same round trip as any other checkout's, and takes it back without a reset (see the
+    module's docstring); the gate's place is given back once it is in the pool. With `member`
+    (a user id), the connection also knows when that member was last removed from the
+    organization (`OrgConnection.removed_at`).
     """
     admission = gate or _NO_GATE
     await admission.__aenter__()
     try:
-        connection = await pool.acquire()
+        scope = _Scope(org_id or "", member, synchronous_commit)
+        token = _checkout.set(scope)
+        try:
+            connection = await pool.acquire()
+        finally:
+            _checkout.reset(token)
     except BaseException as error:
         await admission.__aexit__(None, None, None)
         if isinstance(error, CONNECTION_ERRORS):
             raise DatabaseUnavailable(type(error).__name__) from error
         raise
     try:
-        if member is not None and org_id:
-            row = await connection.fetchrow(SCOPE_MEMBER, org_id, member)
-            scoped = OrgConnection(connection, row[2] if row is not None else None)
-        else:
-            await connection.execute(
-                SCOPE if synchronous_commit else SCOPE_ASYNC_COMMIT, org_id or ""
-            )
-            scoped = OrgConnection(connection)
+        scoped = OrgConnection(connection, scope.removed_at)
         try:
             yield scoped
         finally:
             await scoped.rollback()
-    except BaseException:
+    finally:
+        released = _scoped_release.set(True)
         try:
             await pool.release(connection)
+        except Exception:
+            # asyncpg closes a connection it could not take back; the pool opens another.
+            log.warning("a database connection could not be returned to the pool", exc_info=True)
         finally:
+            _scoped_release.reset(released)
             await admission.__aexit__(None, None, None)
-        raise
-    task = asyncio.get_running_loop().create_task(_release(pool, connection, admission))
-    _releasing.add(task)
-    task.add_done_callback(_releasing.discard)
-
-
-_releasing: set[asyncio.Task[None]] = set()
-
-
-async def _release(pool: asyncpg.Pool, connection: asyncpg.Connection, admission: Any) -> None:
-    try:
-        await pool.release(connection)
-    except Exception:
-        # asyncpg closes a connection it could not reset; the pool opens another.
-        log.warning("a database connection could not be returned to the pool", exc_info=True)
-    finally:
-        await admission.__aexit__(None, None, None)
 
 
 class _NoGate:
