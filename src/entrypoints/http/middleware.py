@@ -3,14 +3,14 @@ request; bearer authentication; the request's dependency scope."""
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
 import re
 import time
-import uuid
 from typing import Any
 
 import structlog
-from litestar import Request
 from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
 from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
@@ -41,6 +41,27 @@ HEADERS_TOO_LARGE = "Request Header Fields Too Large"
 access_log = structlog.get_logger("agent_platform.access")
 
 
+class _RequestIds:
+    """32 hex digits per request, unique across processes: a random half drawn when the
+    process starts (and again in a forked child), then a counter. A request id names a request
+    in the logs; it need not be unguessable, and this costs a tenth of `uuid4()`'s system call.
+    """
+
+    def __init__(self) -> None:
+        self._restart()
+        os.register_at_fork(after_in_child=self._restart)
+
+    def _restart(self) -> None:
+        self._prefix = os.urandom(8).hex()
+        self._counter = itertools.count(1)
+
+    def next(self) -> str:
+        return f"{self._prefix}{next(self._counter):016x}"
+
+
+_request_ids = _RequestIds()
+
+
 class RequestContextMiddleware:
     """Gives every request an id (the client's `X-Request-ID` when sane), echoes it on the
     response, binds it to the log context and writes one access-log line at the end. Refuses
@@ -56,29 +77,39 @@ class RequestContextMiddleware:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        headers = scope.get("headers", [])
-        too_large = sum(len(name) + len(value) for name, value in headers) > MAX_HEADER_BYTES
-        sent = b"" if too_large else dict(headers).get(REQUEST_ID_HEADER, b"")
-        request_id = sent.decode() if _CLIENT_ID.fullmatch(sent) else uuid.uuid4().hex
+        size, sent = 0, b""
+        for name, value in scope.get("headers", ()):
+            size += len(name) + len(value)
+            if name == REQUEST_ID_HEADER:
+                sent = value
+        too_large = size > MAX_HEADER_BYTES
+        if too_large or not _CLIENT_ID.fullmatch(sent):
+            request_id = _request_ids.next()
+        else:
+            request_id = sent.decode()
         scope.setdefault("state", {})["request_id"] = request_id
         status = 500
         started = time.perf_counter()
         answered: float | None = None
         streaming = False
+        metrics = self.metrics
 
         async def send_with_id(message: Message) -> None:
             nonlocal status, answered, streaming
             if message["type"] == "http.response.start":
                 status = message["status"]
                 answered = time.perf_counter()
-                headers = [
-                    (k, v) for k, v in message.get("headers", []) if k.lower() != REQUEST_ID_HEADER
-                ]
+                headers = list(message.get("headers", ()))
+                for index in range(len(headers) - 1, -1, -1):
+                    name = headers[index][0].lower()
+                    if name == REQUEST_ID_HEADER:
+                        del headers[index]
+                    elif name == b"content-type" and metrics is not None:
+                        streaming = headers[index][1].lower().startswith(b"text/event-stream")
                 headers.append((REQUEST_ID_HEADER, request_id.encode()))
                 message["headers"] = headers
-                if self.metrics is not None and _is_event_stream(headers):
-                    streaming = True
-                    self.metrics.open_streams.inc()
+                if streaming:
+                    metrics.open_streams.inc()  # type: ignore[union-attr]
             await send(message)
 
         structlog.contextvars.bind_contextvars(request_id=request_id)
@@ -88,10 +119,10 @@ class RequestContextMiddleware:
             else:
                 await self.app(scope, receive, send_with_id)
         finally:
-            if self.metrics is not None:
+            if metrics is not None:
                 if streaming:
-                    self.metrics.open_streams.dec()
-                self.metrics.observe(
+                    metrics.open_streams.dec()
+                metrics.observe(
                     route=scope.get("path_template") or None,
                     method=scope.get("method"),
                     status=status,
@@ -108,13 +139,6 @@ class RequestContextMiddleware:
                 user_id=getattr(user, "user_id", None),
             )
             structlog.contextvars.unbind_contextvars("request_id")
-
-
-def _is_event_stream(headers: list[tuple[bytes, bytes]]) -> bool:
-    return any(
-        name.lower() == b"content-type" and value.lower().startswith(b"text/event-stream")
-        for name, value in headers
-    )
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
@@ -137,6 +161,8 @@ class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
     identity becomes `request.user`. A token longer than `MAX_TOKEN_LENGTH` (16 KiB), or a
     request with two Authorization headers, is refused (401) before any verifier reads it."""
 
+    _verifier: TokenVerifier | None = None
+
     async def authenticate_request(
         self, connection: ASGIConnection[Any, Any, Any, Any]
     ) -> AuthenticationResult:
@@ -146,8 +172,10 @@ class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
         scheme, _, token = headers[0].partition(" ")
         if scheme.lower() != "bearer" or not token.strip() or len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("Unauthorized")
-        container = connection.app.state.dishka_container
-        verifier = await container.get(TokenVerifier)
+        verifier = self._verifier
+        if verifier is None:  # an app-scoped dependency: resolved once for the app's life
+            container = connection.app.state.dishka_container
+            verifier = self._verifier = await container.get(TokenVerifier)
         identity: Identity = await verifier.verify(token.strip())
         return AuthenticationResult(user=identity, auth=token)
 
@@ -164,9 +192,9 @@ class RequestScopeMiddleware:
         if scope["type"] != ScopeType.HTTP:
             await self.app(scope, receive, send)
             return
-        request: Request[Any, Any, Any] = Request(scope)
         user = scope.get("user")
         context = {Identity: user} if isinstance(user, Identity) else {}
-        async with request.app.state.dishka_container(context) as container:
-            request.state.dishka_container = container
+        # What `request.state.dishka_container` reads, without building a Request to set it.
+        async with scope["app"].state.dishka_container(context) as container:
+            scope.setdefault("state", {})["dishka_container"] = container
             await self.app(scope, receive, send)
