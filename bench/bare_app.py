@@ -1,16 +1,18 @@
 """The bare baseline for `kb_endpoints.py`: Litestar, one asyncpg pool and msgspec, no auth and
-no DI. It runs the SELECTs that the service's repositories run for `GET /kb/files?kbId=` and
-`GET /kb/manage` (as SQLAlchemy compiles them) and returns the same JSON bodies.
+no DI. It runs the SELECTs that the service's repositories run for `GET /kb/files?kbId=` (the
+whole listing, or a page with `limit` and `cursor`) and `GET /kb/manage`, and returns the same
+JSON bodies.
 
     BENCH_PG_HOST=<data dir>/pgdata BENCH_ORG_ID=org_bench python bench/bare_app.py --port 8001
 
-The organization comes from `BENCH_ORG_ID`; since the pool connects as the superuser, every
-query filters by `org_id` itself, as the repositories do.
+The organization comes from the `org` query parameter, else `BENCH_ORG_ID`; since the pool
+connects as the superuser, every query filters by `org_id` itself, as the repositories do.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -24,7 +26,6 @@ from litestar import Litestar, MediaType, Response, get
 from litestar.params import Parameter
 
 ORG_ID = os.environ.get("BENCH_ORG_ID", "org_bench")
-TERMINAL_STATUSES = ("completed", "parse_failed", "chunk_failed", "extract_failed")
 
 KB_COLUMNS = (
     "knowledge_bases.id, knowledge_bases.org_id, knowledge_bases.user_id, knowledge_bases.name, "
@@ -53,20 +54,21 @@ LIST_FILES = (
     "AND knowledge_base_files.knowledge_base_id = $2::BIGINT "
     "ORDER BY knowledge_base_files.created_at DESC, knowledge_base_files.id DESC"
 )
+LIST_FIRST_PAGE = LIST_FILES + " LIMIT $3"
+LIST_NEXT_PAGE = (
+    LIST_FILES.replace(
+        "ORDER BY",
+        "AND (knowledge_base_files.created_at, knowledge_base_files.id) < ($4, $5) ORDER BY",
+    )
+    + " LIMIT $3"
+)
 LIST_SUMMARIES = (
-    f"SELECT {KB_COLUMNS}, coalesce(anon_1.file_count, $1::INTEGER) AS file_count, "
-    "coalesce(anon_1.total_size, $2::INTEGER) AS total_size, anon_1.last_file_uploaded_at, "
-    "coalesce(anon_1.files_in_progress, $3::INTEGER) AS files_in_progress "
-    "FROM knowledge_bases LEFT OUTER JOIN ("
-    "SELECT knowledge_base_files.knowledge_base_id AS knowledge_base_id, count(*) AS file_count, "
-    "coalesce(sum(knowledge_base_files.file_size), $4::INTEGER) AS total_size, "
-    "max(knowledge_base_files.created_at) AS last_file_uploaded_at, "
-    "count(*) FILTER (WHERE (knowledge_base_files.processing_status NOT IN "
-    "($5::VARCHAR, $6::VARCHAR, $7::VARCHAR, $8::VARCHAR))) AS files_in_progress "
-    "FROM knowledge_base_files WHERE knowledge_base_files.org_id = $9::VARCHAR "
-    "GROUP BY knowledge_base_files.knowledge_base_id) AS anon_1 "
-    "ON anon_1.knowledge_base_id = knowledge_bases.id "
-    "WHERE knowledge_bases.org_id = $10::VARCHAR "
+    f"SELECT {KB_COLUMNS}, coalesce(st.file_count, 0) AS file_count, "
+    "coalesce(st.total_size, 0) AS total_size, st.last_file_uploaded_at, "
+    "coalesce(st.files_in_progress, 0) AS files_in_progress "
+    "FROM knowledge_bases LEFT JOIN knowledge_base_stats st "
+    "ON st.knowledge_base_id = knowledge_bases.id AND st.org_id = $1::VARCHAR "
+    "WHERE knowledge_bases.org_id = $1::VARCHAR "
     "ORDER BY knowledge_bases.created_at DESC, knowledge_bases.id DESC"
 )
 
@@ -114,9 +116,10 @@ class KnowledgeBaseOut(Camel):
     chunk_overlap: int
 
 
-class FileList(Camel):
+class FileList(Camel, omit_defaults=True):
     success: bool
     files: list[FileOut]
+    next_cursor: str | msgspec.UnsetType | None = msgspec.UNSET
 
 
 class KnowledgeBaseList(Camel):
@@ -187,24 +190,49 @@ def _knowledge_base(r: asyncpg.Record) -> KnowledgeBaseOut:
     )
 
 
+def _cursor(created_at: datetime, record_id: int) -> str:
+    raw = msgspec.json.encode([created_at.isoformat(), record_id])
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _after(cursor: str) -> tuple[datetime, int]:
+    stamp, record_id = msgspec.json.decode(
+        base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4))
+    )
+    return datetime.fromisoformat(stamp), int(record_id)
+
+
 @get("/kb/files")
 async def list_files(
     kb_id: str | None = Parameter(query="kbId", default=None, required=False),
+    limit: int | None = Parameter(query="limit", default=None, required=False),
+    cursor: str | None = Parameter(query="cursor", default=None, required=False),
+    org: str = Parameter(query="org", default=ORG_ID, required=False),
 ) -> Response[bytes]:
     if kb_id is None or not kb_id.isdigit() or int(kb_id) < 1:
         return _json(ErrorBody("Valid knowledge base ID is required"), 400)
     assert pool is not None
     async with pool.acquire() as conn:
-        if await conn.fetchrow(GET_KB, ORG_ID, int(kb_id)) is None:
+        if await conn.fetchrow(GET_KB, org, int(kb_id)) is None:
             return _json(ErrorBody("Knowledge base not found"), 404)
-        rows = await conn.fetch(LIST_FILES, ORG_ID, int(kb_id))
-    return _json(FileList(success=True, files=[_file(r) for r in rows]))
+        if limit is None:
+            rows = await conn.fetch(LIST_FILES, org, int(kb_id))
+            return _json(FileList(success=True, files=[_file(r) for r in rows]))
+        if cursor:
+            rows = await conn.fetch(LIST_NEXT_PAGE, org, int(kb_id), limit + 1, *_after(cursor))
+        else:
+            rows = await conn.fetch(LIST_FIRST_PAGE, org, int(kb_id), limit + 1)
+    page = [_file(r) for r in rows[:limit]]
+    after = _cursor(page[-1].created_at, page[-1].id) if len(rows) > limit else None
+    return _json(FileList(success=True, files=page, next_cursor=after))
 
 
 @get("/kb/manage")
-async def list_knowledge_bases() -> Response[bytes]:
+async def list_knowledge_bases(
+    org: str = Parameter(query="org", default=ORG_ID, required=False),
+) -> Response[bytes]:
     assert pool is not None
-    rows = await pool.fetch(LIST_SUMMARIES, 0, 0, 0, 0, *TERMINAL_STATUSES, ORG_ID, ORG_ID)
+    rows = await pool.fetch(LIST_SUMMARIES, org)
     return _json(
         KnowledgeBaseList(success=True, knowledge_bases=[_knowledge_base(r) for r in rows])
     )
