@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import httpx
@@ -23,7 +24,12 @@ def test_serve_answers_and_stops_its_database_on_sigterm(tmp_path):
         assert httpx.get(f"{base}/kb/manage").status_code == 401
     finally:
         output = server.stop()
-    assert '"event": "request"' in output and '"status": 201' in output
+    lines = [json.loads(line) for line in output.splitlines() if line.startswith("{")]
+    requests = [line for line in lines if line.get("event") == "request"]
+    assert {"method": "POST", "route": "/kb/manage", "status": 201} in [
+        {key: line.get(key) for key in ("method", "route", "status")} for line in requests
+    ]
+    assert all(line["request_id"] and line["timestamp"] for line in requests)
     time.sleep(1)
     leftovers = [
         p
