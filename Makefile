@@ -44,6 +44,7 @@ bench: $(STAMP)
 	-$(BIN)/python bench/kb_endpoints.py
 	-$(BIN)/python bench/ingestion.py
 	-$(BIN)/python bench/search.py
+	-$(BIN)/python bench/search_scale.py
 	-$(BIN)/python bench/chat_stream.py
 	-$(BIN)/python bench/chat_local_tokens.py
 	-$(BIN)/python bench/skills.py
