@@ -1,0 +1,116 @@
+"""Migrating as a schema owner that is not a superuser (a managed database, README "An external
+PostgreSQL"): the migrations run, and the roll-ups they fill count the rows already there, which
+row-level security forced on the owner would hide from them (a superuser bypasses it)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import asyncpg
+from sqlalchemy import make_url
+
+from adapters.postgres.database import asyncpg_dsn
+from adapters.postgres.embedded import start_embedded_postgres
+from adapters.postgres.migrations import migrate
+
+OWNER = "ap_owner"
+DATABASE = "ap_owned"
+
+
+async def as_owner(url: str, statements: list[tuple[str, tuple[object, ...]]], org: str) -> None:
+    connection = await asyncpg.connect(asyncpg_dsn(url))
+    try:
+        await connection.execute("SELECT set_config('app.org_id', $1, false)", org)
+        for sql, args in statements:
+            await connection.execute(sql, *args)
+    finally:
+        await connection.close()
+
+
+async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_rows(tmp_root):
+    _, admin_url = start_embedded_postgres(tmp_root / "pg", database="ap_admin")
+    admin = await asyncpg.connect(asyncpg_dsn(admin_url))
+    try:
+        await admin.execute(f"CREATE ROLE {OWNER} LOGIN NOSUPERUSER CREATEROLE")
+        await admin.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
+    finally:
+        await admin.close()
+    url = make_url(admin_url).set(database=DATABASE)
+    admin = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
+    try:
+        await admin.execute("CREATE EXTENSION vector")  # what an administrator does beforehand
+    finally:
+        await admin.close()
+    owner_url = url.set(username=OWNER).render_as_string(hide_password=False)
+
+    await migrate(owner_url, "0008")
+    usage = (
+        "INSERT INTO usage_events (org_id, user_id, purpose, model, input_tokens, "
+        "output_tokens, cost_usd, created_at) VALUES ($1, 'u1', 'chat', 'openai:m', 10, 5, $2, $3)"
+    )
+    for org, costs in (("org_a", ("1.25", "2.50")), ("org_b", ("0.75",))):
+        await as_owner(
+            owner_url,
+            [
+                (usage, (org, Decimal(cost), datetime(2026, 11, 20 + i, 12, tzinfo=UTC)))
+                for i, cost in enumerate(costs, start=1)
+            ],
+            org,
+        )
+
+    await migrate(owner_url, "0012")
+    kb = await asyncpg.connect(asyncpg_dsn(owner_url))
+    try:
+        await kb.execute("SELECT set_config('app.org_id', 'org_a', false)")
+        kb_id = await kb.fetchval(
+            "INSERT INTO knowledge_bases (org_id, user_id, name, description, embedding_model, "
+            "embedding_dimensions) VALUES ('org_a', 'u1', 'Docs', '', 'local:m', 3) RETURNING id"
+        )
+        for size, passages, status in ((100, 2, "completed"), (50, 1, "parsing")):
+            file_id = await kb.fetchval(
+                "INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name,"
+                " file_key, content_key, content_type, file_size, processing_status) VALUES "
+                "('org_a', $1, gen_random_uuid(), 'a.md', 'k', 'c', 'text/markdown', $2, $3) "
+                "RETURNING id",
+                kb_id,
+                size,
+                status,
+            )
+            for index in range(passages):
+                await kb.execute(
+                    "INSERT INTO chunks (org_id, knowledge_base_id, file_record_id, "
+                    "embedding_model, dimensions, chunk_index, start_char, end_char, text, "
+                    "embedding) VALUES ('org_a', $1, $2, 'local:m', 3, $3, 0, 1, 'x', "
+                    "'[1,0,0]')",
+                    kb_id,
+                    file_id,
+                    index,
+                )
+    finally:
+        await kb.close()
+
+    await migrate(owner_url)
+    check = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
+    try:
+        daily = await check.fetch(
+            "SELECT org_id, day::text, cost_usd FROM usage_daily ORDER BY 1, 2"
+        )
+        stats = await check.fetchrow(
+            "SELECT file_count, total_size, files_in_progress, chunk_count "
+            "FROM knowledge_base_stats WHERE knowledge_base_id = $1",
+            kb_id,
+        )
+        forced = await check.fetchval(
+            "SELECT bool_and(relforcerowsecurity) FROM pg_class WHERE relname = ANY($1)",
+            ["usage_events", "usage_daily", "knowledge_bases", "chunks", "knowledge_base_stats"],
+        )
+    finally:
+        await check.close()
+    assert [tuple(r) for r in daily] == [
+        ("org_a", "2026-11-21", Decimal("1.25")),
+        ("org_a", "2026-11-22", Decimal("2.50")),
+        ("org_b", "2026-11-21", Decimal("0.75")),
+    ]
+    assert tuple(stats) == (2, 150, 1, 3)
+    assert forced is True
