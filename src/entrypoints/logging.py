@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 from typing import Any
@@ -39,8 +40,12 @@ _encoder = msgspec.json.Encoder(enc_hook=_fallback)
 
 def _dumps(event: dict[str, Any], **_: Any) -> str:
     # msgspec instead of the standard library's json: about a quarter of the time per line,
-    # which counts on the access log's one line per request.
-    return _encoder.encode(event).decode()
+    # which counts on the access log's one line per request. What msgspec will not write (a
+    # key that is not a string, say) goes the standard library's way rather than raising.
+    try:
+        return _encoder.encode(event).decode()
+    except (TypeError, ValueError, msgspec.EncodeError):
+        return json.dumps(event, default=_fallback)
 
 
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
