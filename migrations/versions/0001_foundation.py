@@ -48,7 +48,12 @@ def upgrade() -> None:
             IF NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '{role}') THEN
                 CREATE ROLE "{role}" NOLOGIN NOSUPERUSER NOBYPASSRLS NOCREATEDB NOCREATEROLE;
             END IF;
-            IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user) THEN
+            -- The owner acts as the role (SET ROLE) unless it is a superuser; an administrator
+            -- may have granted that already, and then a GRANT would need ADMIN OPTION.
+            IF NOT (SELECT rolsuper FROM pg_roles WHERE rolname = current_user)
+               AND NOT pg_has_role(current_user, '{role}',
+                   CASE WHEN current_setting('server_version_num')::int >= 160000
+                        THEN 'SET' ELSE 'MEMBER' END) THEN
                 EXECUTE format('GRANT %I TO %I', '{role}', current_user);
             END IF;
         END

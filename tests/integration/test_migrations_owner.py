@@ -4,6 +4,7 @@ row-level security forced on the owner would hide from them (a superuser bypasse
 
 from __future__ import annotations
 
+import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -13,9 +14,6 @@ from sqlalchemy import make_url
 from adapters.postgres.database import asyncpg_dsn
 from adapters.postgres.embedded import start_embedded_postgres
 from adapters.postgres.migrations import migrate
-
-OWNER = "ap_owner"
-DATABASE = "ap_owned"
 
 
 async def as_owner(url: str, statements: list[tuple[str, tuple[object, ...]]], org: str) -> None:
@@ -28,21 +26,55 @@ async def as_owner(url: str, statements: list[tuple[str, tuple[object, ...]]], o
         await connection.close()
 
 
-async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_rows(tmp_root):
+async def owned_database(tmp_root, name: str, app_role: str, *, granted: bool) -> tuple[str, str]:
+    """A database owned by a new non-superuser role with CREATEROLE, pgvector created in it by
+    the administrator; with `granted`, the administrator also made the app role and granted
+    it to the owner (README, "An external PostgreSQL"). The owner's and the administrator's URLs."""
     _, admin_url = start_embedded_postgres(tmp_root / "pg", database="ap_admin")
+    owner = f"{name}_owner"
     admin = await asyncpg.connect(asyncpg_dsn(admin_url))
     try:
-        await admin.execute(f"CREATE ROLE {OWNER} LOGIN NOSUPERUSER CREATEROLE")
-        await admin.execute(f"CREATE DATABASE {DATABASE} OWNER {OWNER}")
+        await admin.execute(f"CREATE ROLE {owner} LOGIN NOSUPERUSER CREATEROLE")
+        await admin.execute(f"CREATE DATABASE {name} OWNER {owner}")
+        if granted:
+            await admin.execute(f"CREATE ROLE {app_role} NOLOGIN NOSUPERUSER NOBYPASSRLS")
+            await admin.execute(f"GRANT {app_role} TO {owner}")
     finally:
         await admin.close()
-    url = make_url(admin_url).set(database=DATABASE)
+    url = make_url(admin_url).set(database=name)
     admin = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
     try:
-        await admin.execute("CREATE EXTENSION vector")  # what an administrator does beforehand
+        await admin.execute("CREATE EXTENSION vector")
     finally:
         await admin.close()
-    owner_url = url.set(username=OWNER).render_as_string(hide_password=False)
+    admin_database = url.render_as_string(hide_password=False)
+    return url.set(username=owner).render_as_string(hide_password=False), admin_database
+
+
+async def test_the_app_role_made_and_granted_by_an_administrator_beforehand(tmp_root, monkeypatch):
+    app_role = f"ap_app_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("AP_DATABASE_APP_ROLE", app_role)
+    owner_url, _ = await owned_database(
+        tmp_root, f"ap_granted_{app_role[-8:]}", app_role, granted=True
+    )
+    await migrate(owner_url)
+    connection = await asyncpg.connect(asyncpg_dsn(owner_url))
+    try:
+        await connection.execute(f"SET ROLE {app_role}")
+        assert await connection.fetchval("SELECT count(*) FROM knowledge_bases") == 0
+    finally:
+        await connection.close()
+
+
+async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_rows(
+    tmp_root, monkeypatch
+):
+    # A role of its own, which the owner creates (the cluster may hold the default one).
+    app_role = f"ap_app_{uuid.uuid4().hex[:8]}"
+    monkeypatch.setenv("AP_DATABASE_APP_ROLE", app_role)
+    owner_url, admin_url = await owned_database(
+        tmp_root, f"ap_owned_{app_role[-8:]}", app_role, granted=False
+    )
 
     await migrate(owner_url, "0008")
     usage = (
@@ -91,7 +123,7 @@ async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_ro
         await kb.close()
 
     await migrate(owner_url)
-    check = await asyncpg.connect(asyncpg_dsn(url.render_as_string(hide_password=False)))
+    check = await asyncpg.connect(asyncpg_dsn(admin_url))
     try:
         daily = await check.fetch(
             "SELECT org_id, day::text, cost_usd FROM usage_daily ORDER BY 1, 2"
