@@ -3,8 +3,6 @@ settings by selectivity above `exact_threshold`; passage counts kept with the pa
 
 from __future__ import annotations
 
-import uuid
-
 import numpy as np
 import pytest
 
@@ -18,39 +16,10 @@ from adapters.postgres.database import org_connection
 from adapters.postgres.repositories import PgFileRepository, PgKnowledgeBaseRepository
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from domain.chunks import TextChunk
-from domain.files import NewFile
-from domain.knowledge_bases import NewKnowledgeBase
+from tests.integration.test_repositories import new_file, new_kb
 
 pytestmark = pytest.mark.usefixtures("clean")
 MODEL, OTHER, DIMS, INDEX = "local:m", "local:other", 384, "ix_chunks_embedding_384"
-
-
-def new_kb(org: str) -> NewKnowledgeBase:
-    return NewKnowledgeBase(
-        org_id=org,
-        user_id="u1",
-        name="Docs",
-        description="",
-        embedding_model=MODEL,
-        embedding_dimensions=DIMS,
-        extraction_model=None,
-        extraction_schema={"type": "object"},
-    )
-
-
-def new_file(org: str, kb_id: int) -> NewFile:
-    file_id = str(uuid.uuid4())
-    return NewFile(
-        org_id=org,
-        knowledge_base_id=kb_id,
-        file_id=file_id,
-        file_name="a.md",
-        file_key=f"orgs/{org}/files/{file_id}/a.md",
-        content_key=f"orgs/{org}/files/{file_id}/content.md",
-        content_type="text/markdown",
-        file_size=10,
-        user_metadata={},
-    )
 
 
 def passages(vectors: np.ndarray) -> list[EmbeddedChunk]:
@@ -73,7 +42,7 @@ async def seeded(app_pool, org: str, n: int, rng: np.random.Generator) -> tuple[
     """A knowledge base with one file of `n` random passages; (kb id, file record id)."""
     async with org_connection(app_pool, org) as db:
         kb = await PgKnowledgeBaseRepository(db).add(new_kb(org))
-        file = await PgFileRepository(db).add(new_file(org, kb.id))
+        file = await PgFileRepository(db).add(new_file(kb.id, org=org))
         await PgChunkRepository(db).replace_for_file(
             org, knowledge_base_id=kb.id, file_record_id=file.id, embedding_model=MODEL,
             dimensions=DIMS, chunks=passages(unit(rng, n)),
@@ -163,8 +132,8 @@ async def test_passage_counts_follow_replacements_and_model_switches(app_pool):
     async with org_connection(app_pool, "org_a") as db:
         kb = await PgKnowledgeBaseRepository(db).add(new_kb("org_a"))
         files = PgFileRepository(db)
-        one = await files.add(new_file("org_a", kb.id))
-        two = await files.add(new_file("org_a", kb.id))
+        one = await files.add(new_file(kb.id))
+        two = await files.add(new_file(kb.id))
         repo = PgChunkRepository(db)
 
         async def replace(file_id: int, n: int, model: str = MODEL) -> None:
