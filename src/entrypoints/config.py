@@ -106,6 +106,10 @@ class Settings:
     worker_nice: int = 10
     extract_timeout: int = 600
     job_max_cut_short_runs: int = 3
+    # Knowledge bases of at least this many passages get an HNSW index of their own, built by
+    # the worker as the schema owner (0: none); its build may use this much memory.
+    vector_index_min_passages: int = 15_000
+    vector_index_memory_mb: int = 1024
 
     @property
     def effective_public_url(self) -> str:
@@ -254,6 +258,10 @@ class Settings:
             worker_nice=integer("AP_WORKER_NICE", 10, 0, 19),
             extract_timeout=integer("AP_EXTRACT_TIMEOUT", 600, 1, 86_400),
             job_max_cut_short_runs=integer("AP_JOB_MAX_CUT_SHORT_RUNS", 3, 1, 100),
+            vector_index_min_passages=integer(
+                "AP_VECTOR_INDEX_MIN_PASSAGES", 15_000, 0, 2_000_000_000
+            ),
+            vector_index_memory_mb=integer("AP_VECTOR_INDEX_MEMORY_MB", 1024, 64, 2**20),
         )
         problems.extend(_identity_problems(settings))
         problems.extend(_inbound_email_problems(settings))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from datetime import timedelta
 from typing import Any
@@ -22,7 +22,9 @@ import structlog
 from dishka import AsyncContainer, Provider
 
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
+from adapters.postgres.database import asyncpg_dsn
 from adapters.postgres.members import prune_webhook_receipts
+from adapters.postgres.vector_indexes import keep_vector_indexes, owns_chunks
 from adapters.queue.worker import (
     JobHandler,
     JobKind,
@@ -72,8 +74,39 @@ TITLE_MAX_CUT_SHORT_RUNS = 1
 SCHEDULED_RUN_STALLED_AFTER = timedelta(minutes=30)
 # Not again and again: a run cut short twice (its worker died) is failed.
 SCHEDULED_RUN_MAX_CUT_SHORT_RUNS = 2
+NOT_OWNER_HINT = (
+    "the worker's database role does not own the chunks table, so large knowledge bases get no "
+    "vector index of their own; give the worker AP_DATABASE_MIGRATION_URL"
+)
 
 log = structlog.get_logger("agent_platform.worker")
+
+
+def vector_indexer(settings: Settings, database: Database) -> Callable[[], Awaitable[int]]:
+    """The worker's periodic sweep of the knowledge bases' own vector indexes, as the schema
+    owner (vector_indexes.py); the number of indexes built or dropped."""
+    warned: list[bool] = []
+
+    async def keep_indexes() -> int:
+        connection = await asyncpg.connect(asyncpg_dsn(database.owner_url))
+        try:
+            # A worker stopped mid-build must not leave its backend building for minutes.
+            await connection.execute("SET client_connection_check_interval = '5s'")
+            if not await owns_chunks(connection):
+                if not warned:
+                    log.warning("vector_index.not_owner", hint=NOT_OWNER_HINT)
+                    warned.append(True)
+                return 0
+            sweep = await keep_vector_indexes(
+                connection,
+                min_passages=settings.vector_index_min_passages,
+                build_memory=f"{settings.vector_index_memory_mb}MB",
+            )
+            return sweep.changes
+        finally:
+            await connection.close()
+
+    return keep_indexes
 
 
 def build_worker(
@@ -216,6 +249,7 @@ def build_worker(
         retry=retry,
         heartbeat_timeout=heartbeat_timeout or timedelta(seconds=settings.worker_heartbeat_timeout),
         reaper=reap,
+        indexer=vector_indexer(settings, database),
         ticker=lambda: claim_due_tasks(container, in_organization),
         on_start=load_default_embedder if warm_up else None,
         worker_id=worker_id,

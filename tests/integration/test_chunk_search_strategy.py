@@ -8,6 +8,7 @@ import pytest
 
 from adapters.postgres.chunks import (
     PgChunkRepository,
+    ef_search_for,
     exact_statement,
     hnsw_settings,
     nearest_statement,
@@ -62,6 +63,26 @@ async def counts(db, kb_id: int) -> tuple[list[int], int | None]:
     return [r[0] for r in files], total
 
 
+async def plan_under_hnsw_settings(db, statement: str, args: tuple) -> list[str]:
+    """EXPLAIN of a vector statement planned as `ap_hnsw_nearest` plans it: under its settings,
+    through plpgsql's EXECUTE ... USING."""
+    async with db.raw.transaction():
+        await db.raw.execute("SET LOCAL enable_sort = off; SET LOCAL hnsw.ef_search = 1000")
+        await db.raw.execute(
+            """CREATE FUNCTION pg_temp.explain_vector(
+                   statement text, org text, kb_ids bigint[], model text, query vector,
+                   lim integer) RETURNS SETOF text LANGUAGE plpgsql AS $$
+               BEGIN
+                   RETURN QUERY EXECUTE 'EXPLAIN ' || statement USING org, kb_ids, model, query,
+                       lim;
+               END $$"""
+        )
+        rows = await db.fetch("SELECT pg_temp.explain_vector($1, $2, $3, $4, $5, $6)",
+                              statement, *args)  # fmt: skip
+        await db.raw.execute("DROP FUNCTION pg_temp.explain_vector")
+    return [r[0] for r in rows]
+
+
 async def test_both_paths_return_the_exact_top_k_of_the_scope_only(app_pool):
     rng = np.random.default_rng(5)
     kb_a, _ = await seeded(app_pool, "org_a", 30, rng)
@@ -85,12 +106,10 @@ async def test_both_paths_return_the_exact_top_k_of_the_scope_only(app_pool):
         # The HNSW path's statement, under the settings it runs with, is planned on the index;
         # the exact statement cannot be, even with sorting off.
         args = ("org_a", [kb_a], MODEL, queries[0].tolist(), 10)
-        plan = await repo._on_index("EXPLAIN " + nearest_statement(DIMS), 1000, 200_000, args)
+        plan = await plan_under_hnsw_settings(db, nearest_statement(DIMS), args)
         assert any(INDEX in line for line in plan), plan
         assert not any("Sort  " in line and "Incremental" not in line for line in plan), plan
-        async with db.raw.transaction():
-            await db.raw.execute("SET LOCAL enable_sort = off")
-            plan = [r[0] for r in await db.fetch("EXPLAIN " + exact_statement(DIMS), *args)]
+        plan = await plan_under_hnsw_settings(db, exact_statement(DIMS), args)
         assert not any(INDEX in line for line in plan), plan
         # The settings were the statement's own: gone after it.
         settings = await db.raw.fetchrow(
@@ -118,13 +137,18 @@ async def test_hnsw_settings_are_restored_inside_a_callers_transaction(app_pool)
         await db.rollback()
 
 
-def test_ef_search_grows_as_the_scope_gets_more_selective():
-    assert hnsw_settings(1_000_000, 1_000_000, 10) == (400, 20_000)
+def test_ef_search_grows_with_the_graph_and_as_the_scope_gets_more_selective():
+    assert [ef_search_for(rows, 10) for rows in (1_000, 25_000, 74_000, 1_000_000)] == [
+        100, 100, 144, 342,
+    ]  # fmt: skip
+    assert ef_search_for(25_000, 400) == 800
+    assert ef_search_for(10**9, 10) == 1000
+    assert hnsw_settings(1_000_000, 1_000_000, 10) == (342, 20_000)
     assert hnsw_settings(1_000_000, 1_000_000, 400) == (800, 20_000)
-    assert hnsw_settings(800_000, 1_000_000, 10) == (500, 20_000)
+    assert hnsw_settings(800_000, 1_000_000, 10) == (428, 20_000)
     assert hnsw_settings(20_000, 5_000_000, 40) == (1000, 200_000)
     # An index whose row estimate is stale or missing (-1): the scope is all of it.
-    assert hnsw_settings(50_000, -1, 10) == (400, 20_000)
+    assert hnsw_settings(50_000, -1, 10) == (126, 20_000)
 
 
 async def test_passage_counts_follow_replacements_and_model_switches(app_pool):

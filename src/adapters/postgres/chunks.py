@@ -1,24 +1,31 @@
 """Passages and hybrid search in Postgres: pgvector HNSW plus full text, fused by rank.
 
 Vector search runs once per (model, dimension count), and its plan is chosen here, per scope,
-from the number of passages the scope holds (`knowledge_base_stats.chunk_count`, kept by
-triggers from each file's `chunk_count`, which `replace_for_file` writes with the passages):
+from the passages each knowledge base holds (`knowledge_base_stats.chunk_count`, kept by
+triggers from each file's `chunk_count`, which `replace_for_file` writes with the passages) and
+from the HNSW indexes that exist:
 
-- up to `exact_threshold` passages, an exact search: the distance is written without the
-  `vector(N)` cast that the HNSW index is built on, so no plan can use the index; the scope's
-  rows come through the B-tree `ix_chunks_scope` and are sorted by distance. Exact answers,
-  whatever the size of the table, in time proportional to the scope.
-- above it, the dimension count's partial HNSW index with pgvector 0.8's iterative scan
-  (`relaxed_order`, set when the connection is scoped). `hnsw.ef_search` and
-  `hnsw.max_scan_tuples` grow as the scope's share of the index (its selectivity) shrinks, and
-  `enable_sort` is off for that statement so that the planner, which underestimates a
-  knowledge base's rows, does not fall back to a sort over a large scope. The settings are
-  `SET LOCAL` in a transaction of their own (or restored after, inside the caller's).
+- a knowledge base with an HNSW index of its own (`ix_chunks_kb_<id>_<dims>`, built by the
+  worker once it is large: vector_indexes.py) is searched on it, its id a literal in the
+  statement so that the planner proves the index's predicate; `hnsw.ef_search` grows with its
+  size (`ef_search_for`);
+- the other knowledge bases of the scope, up to `exact_threshold` passages together, are
+  searched exactly: the distance is written without the `vector(N)` cast that the HNSW indexes
+  are built on, so no plan can use one; their rows come through the B-tree `ix_chunks_scope`
+  and are sorted by distance. Exact answers, whatever the size of the table;
+- above that, and whenever the scope is at least half of the dimension count's shared HNSW
+  index, the shared index with pgvector 0.8's iterative scan (`relaxed_order`, set when the
+  connection is scoped); `hnsw.ef_search` and `hnsw.max_scan_tuples` grow as the scope's share
+  of the index (its selectivity) shrinks, and `enable_sort` is off for that statement so that
+  the planner, which underestimates a knowledge base's rows, does not fall back to a sort over a
+  large scope.
 
-The index's row count (the selectivity's denominator) is the index's `pg_class.reltuples`,
-kept by VACUUM / ANALYZE (autovacuum included): a catalog read, never a scan of `chunks`.
-Full-text search runs over the same knowledge bases, and the rankings are merged by
-reciprocal rank fusion (k = 60).
+HNSW statements run through `ap_hnsw_nearest` (migration 0015), which sets those settings for
+the statement alone: one round trip, inside a caller's transaction or not. The parts of a
+scope searched separately are merged by distance. The shared index's row count (the
+selectivity's denominator) is its `pg_class.reltuples`, kept by VACUUM / ANALYZE: a catalog
+read, never a scan of `chunks`. Full-text search runs over the same knowledge bases, and the
+rankings are merged by reciprocal rank fusion (k = 60).
 """
 
 from __future__ import annotations
@@ -27,17 +34,22 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-import asyncpg
-
 from adapters.postgres.database import OrgConnection
+from adapters.postgres.vector_indexes import (
+    SHARED_SHARE,
+    checked_dimensions,
+    shared_index_name,
+    vector_cast,
+)
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from domain.chunks import SearchResult, TextChunk
 
 RRF_K = 60
 EXACT_THRESHOLD = 50_000
-"""Scopes of at most this many passages are searched exactly: about 1 µs a passage, under
-the 100 ms p99 target with margin (BENCHMARKS.md, "Search at scale")."""
-EF_SEARCH_MIN = 400  # an unfiltered top 10 over 1,000,000 passages: recall@10 ~0.98
+"""A scope's knowledge bases without an index of their own are searched exactly up to this many
+passages together: about 1 µs a passage, under the 100 ms p99 target with margin (BENCHMARKS.md,
+"Search at scale")."""
+EF_SEARCH_MIN = 100  # a top 10 over an own graph of 25,000 passages: recall@10 ~0.96
 EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
 MAX_SCAN_TUPLES_MIN = 20_000  # pgvector's default
 MAX_SCAN_TUPLES_MAX = 200_000
@@ -84,24 +96,17 @@ DETAILS = """
     SELECT c.id, c.text, c.page_number, c.knowledge_base_id, f.file_id::text, f.file_name
     FROM chunks c JOIN knowledge_base_files f ON f.id = c.file_record_id
     WHERE c.org_id = $1 AND c.id = ANY($2::bigint[])"""
-# The scope's passages (its knowledge bases' totals, row-level security applies) and the rows
-# of the dimension count's HNSW index (the planner's estimate, -1 before the first ANALYZE).
+# Per knowledge base of the scope: its passages (row-level security applies), whether it has a
+# valid HNSW index of its own for the dimension count, and the rows of the dimension count's
+# shared HNSW index (the planner's estimate, -1 before the first ANALYZE).
 SCOPE_SIZE = """
-    SELECT coalesce(sum(s.chunk_count), 0)::bigint,
-           (SELECT i.reltuples::float8 FROM pg_class i WHERE i.oid = to_regclass($2))
+    SELECT s.knowledge_base_id, s.chunk_count,
+           coalesce((SELECT i.indisvalid FROM pg_index i
+                     WHERE i.indexrelid = to_regclass(
+                         format('ix_chunks_kb_%s_%s', s.knowledge_base_id, $2::int))), false),
+           (SELECT c.reltuples::float8 FROM pg_class c WHERE c.oid = to_regclass($3))
     FROM knowledge_base_stats s WHERE s.knowledge_base_id = ANY($1::bigint[])"""
-# For the HNSW statement: read the settings (to restore them inside a caller's transaction;
-# NULL before pgvector is loaded in the session, restored as its defaults) and set them for
-# the transaction.
-HNSW_SETTINGS = """
-    SELECT current_setting('hnsw.ef_search', true), current_setting('hnsw.max_scan_tuples', true),
-           current_setting('enable_sort'),
-           set_config('hnsw.ef_search', $1, true), set_config('hnsw.max_scan_tuples', $2, true),
-           set_config('enable_sort', 'off', true)"""
-RESTORE_SETTINGS = """
-    SELECT set_config('hnsw.ef_search', coalesce($1, '40'), true),
-           set_config('hnsw.max_scan_tuples', coalesce($2, '20000'), true),
-           set_config('enable_sort', $3, true)"""
+ON_INDEX = "SELECT id, distance FROM ap_hnsw_nearest($1, $2, $3, $4, $5, $6, $7, $8)"
 
 
 async def ensure_chunk_index(db: OrgConnection, dimensions: int) -> None:
@@ -111,25 +116,19 @@ async def ensure_chunk_index(db: OrgConnection, dimensions: int) -> None:
         _ensured_dimensions.add(dimensions)
 
 
-def _checked(dimensions: int) -> int:
-    if not 1 <= int(dimensions) <= 4000:
-        raise ValueError(f"unsupported dimension count: {dimensions}")
-    return int(dimensions)
-
-
 def index_name(dimensions: int) -> str:
-    """The dimension count's partial HNSW index (migration 0002's `ap_ensure_chunk_index`)."""
-    return f"ix_chunks_embedding_{_checked(dimensions)}"
+    """The dimension count's shared HNSW index (migration 0002's `ap_ensure_chunk_index`)."""
+    return shared_index_name(dimensions)
 
 
 def nearest_statement(dimensions: int) -> str:
-    """The vector query on the HNSW index for one dimension count (an integer, checked: part
-    of the SQL): ordered by the index's own expression, `embedding::vector(N)`."""
-    dims = _checked(dimensions)
-    kind = "halfvec" if dims > 2000 else "vector"
-    cast = f"{kind}({dims})"
+    """The vector query on the shared HNSW index for one dimension count (an integer, checked:
+    part of the SQL): ordered by the index's own expression, `embedding::vector(N)`; (id,
+    distance) rows."""
+    dims = checked_dimensions(dimensions)
+    cast = vector_cast(dims)
     return f"""
-        SELECT id FROM (
+        SELECT id, distance FROM (
             SELECT c.id, c.embedding::{cast} <=> ($4::vector)::{cast} AS distance
             FROM chunks c
             WHERE c.dimensions = {dims} AND c.org_id = $1
@@ -139,30 +138,55 @@ def nearest_statement(dimensions: int) -> str:
         ) nearest ORDER BY distance, id"""
 
 
+def dedicated_statement(knowledge_base_id: int, dimensions: int) -> str:
+    """The vector query on one knowledge base's own HNSW index: its id and `vector_dims` as
+    literals, which prove that index's predicate and not the shared index's (`dimensions =
+    N`); (id, distance) rows. `$2` (the scope's ids) is not needed."""
+    kb, dims = int(knowledge_base_id), checked_dimensions(dimensions)
+    cast = vector_cast(dims)
+    return f"""
+        SELECT id, distance FROM (
+            SELECT c.id, c.embedding::{cast} <=> ($4::vector)::{cast} AS distance
+            FROM chunks c
+            WHERE c.knowledge_base_id = {kb} AND vector_dims(c.embedding) = {dims}
+              AND c.org_id = $1 AND c.embedding_model = $3
+            ORDER BY c.embedding::{cast} <=> ($4::vector)::{cast}
+            LIMIT $5
+        ) nearest ORDER BY distance, id"""
+
+
 def exact_statement(dimensions: int) -> str:
     """The exact vector query for one dimension count: the distance on the uncast column,
     which matches no index expression, so the plan reads the scope's rows (B-tree
-    `ix_chunks_scope`) and sorts them; ties broken by id."""
-    dims = _checked(dimensions)
+    `ix_chunks_scope`) and sorts them; ties broken by id; (id, distance) rows."""
+    dims = checked_dimensions(dimensions)
     return f"""
-        SELECT c.id FROM chunks c
+        SELECT c.id, (c.embedding <=> $4::vector)::float8 AS distance FROM chunks c
         WHERE c.dimensions = {dims} AND c.org_id = $1
           AND c.knowledge_base_id = ANY($2::bigint[]) AND c.embedding_model = $3
         ORDER BY c.embedding <=> $4::vector, c.id
         LIMIT $5"""
 
 
+def ef_search_for(graph_rows: float, limit: int) -> int:
+    """`hnsw.ef_search` for a top `limit` over an HNSW graph of `graph_rows` passages, for
+    recall@10 of about 0.96: 100 x (rows / 25,000)^(1/3), at least 100 and 2 x limit (measured:
+    own graphs of 24,000 and 74,000 passages need about 100 and 150, the shared graph of
+    1,000,000 about 350; BENCHMARKS.md)."""
+    growth: float = (max(float(graph_rows), 1.0) / 25_000) ** (1 / 3)
+    base = math.ceil(EF_SEARCH_MIN * growth)
+    return min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, base, 2 * limit))
+
+
 def hnsw_settings(scope_rows: int, index_rows: float, limit: int) -> tuple[int, int]:
     """`hnsw.ef_search` and `hnsw.max_scan_tuples` for a scope of `scope_rows` passages in an
-    index of `index_rows`. ef_search = max(400, 2 * limit) / selectivity, at most 1000: 400 is
-    what an unfiltered top 10 over 1,000,000 passages needs for recall@10 >= 0.95
-    (BENCHMARKS.md), and a filtered scan should see as many of the scope's own passages. The
-    iterative scan may visit 20 x limit / selectivity rows (at least pgvector's default
-    20,000, at most 200,000) before it stops."""
+    HNSW index of `index_rows`: the graph's own `ef_search_for` divided by the selectivity (a
+    filtered scan should see as many of the scope's own passages), at most 1000. The iterative
+    scan may visit 20 x limit / selectivity rows (at least pgvector's default 20,000, at most
+    200,000) before it stops."""
     rows = max(float(index_rows), float(scope_rows), 1.0)
     selectivity = max(scope_rows, 1) / rows
-    floor = max(EF_SEARCH_MIN, 2 * limit)
-    ef = min(EF_SEARCH_MAX, math.ceil(floor / selectivity))
+    ef = min(EF_SEARCH_MAX, math.ceil(ef_search_for(rows, limit) / selectivity))
     scan = min(MAX_SCAN_TUPLES_MAX, max(MAX_SCAN_TUPLES_MIN, math.ceil(20 * limit / selectivity)))
     return ef, scan
 
@@ -234,32 +258,51 @@ class PgChunkRepository:
             await self._db.execute(RECOUNT_KNOWLEDGE_BASE, org_id, knowledge_base_id, except_model)
 
     async def nearest(self, org_id: str, scope: SearchScope, limit: int) -> list[int]:
-        """The ids of the scope's `limit` passages nearest to its query vector: exact for a
-        scope of at most `exact_threshold` passages, else on the HNSW index."""
-        row = await self._db.fetch(
-            SCOPE_SIZE, scope.knowledge_base_ids, index_name(scope.dimensions)
+        """The ids of the scope's `limit` passages nearest to its query vector, in order: each
+        knowledge base with an index of its own on it, the others exactly up to
+        `exact_threshold` passages, else (or for a scope of at least half the shared index) on
+        the shared index; the parts merged by distance."""
+        dims = scope.dimensions
+        rows = await self._db.fetch(
+            SCOPE_SIZE, scope.knowledge_base_ids, dims, shared_index_name(dims)
         )
-        scope_rows, index_rows = int(row[0][0]), row[0][1]
+        sizes = {int(r[0]): int(r[1]) for r in rows}
+        own = [int(r[0]) for r in rows if r[2]]
+        shared_rows = float(rows[0][3] or 0.0) if rows else 0.0
+        total = sum(sizes.values())
         args = (org_id, scope.knowledge_base_ids, scope.embedding_model, scope.query_vector, limit)
-        if scope_rows <= self.exact_threshold:
-            rows = await self._db.fetch(exact_statement(scope.dimensions), *args)
-            return [r[0] for r in rows]
-        ef, scan = hnsw_settings(scope_rows, index_rows or 0.0, limit)
-        return await self._on_index(nearest_statement(scope.dimensions), ef, scan, args)
+        if total > self.exact_threshold and total >= SHARED_SHARE * shared_rows > 0:
+            return _ids(await self._shared(dims, total, shared_rows, limit, args))
+        parts = [
+            await self._on_index(
+                dedicated_statement(kb, dims),
+                ef_search_for(sizes[kb], limit),
+                MAX_SCAN_TUPLES_MIN,
+                args,
+            )
+            for kb in own
+        ]
+        rest = [kb for kb in scope.knowledge_base_ids if kb not in own]
+        rest_rows = sum(sizes.get(kb, 0) for kb in rest)
+        if rest and (rest_rows > 0 or not own):
+            rest_args = (*args[:1], rest, *args[2:])
+            if rest_rows <= self.exact_threshold:
+                parts.append(await self._db.fetch(exact_statement(dims), *rest_args))
+            else:
+                parts.append(await self._shared(dims, rest_rows, shared_rows, limit, rest_args))
+        if len(parts) == 1:
+            return _ids(parts[0])
+        merged = sorted((r for part in parts for r in part), key=lambda r: (r[1], r[0]))
+        return _ids(merged[:limit])
 
-    async def _on_index(self, sql: str, ef: int, scan: int, args: tuple[Any, ...]) -> list[int]:
-        connection: asyncpg.Connection = self._db.raw
-        if not self._db.in_transaction:
-            async with connection.transaction(readonly=True):
-                await connection.execute(HNSW_SETTINGS, str(ef), str(scan))
-                rows = await connection.fetch(sql, *args)
-            return [r[0] for r in rows]
-        saved = await connection.fetchrow(HNSW_SETTINGS, str(ef), str(scan))
-        try:
-            rows = await connection.fetch(sql, *args)
-        finally:
-            await connection.execute(RESTORE_SETTINGS, saved[0], saved[1], saved[2])
-        return [r[0] for r in rows]
+    async def _shared(
+        self, dims: int, scope_rows: int, shared_rows: float, limit: int, args: tuple[Any, ...]
+    ) -> list[Any]:
+        ef, scan = hnsw_settings(scope_rows, shared_rows, limit)
+        return await self._on_index(nearest_statement(dims), ef, scan, args)
+
+    async def _on_index(self, sql: str, ef: int, scan: int, args: tuple[Any, ...]) -> list[Any]:
+        return await self._db.fetch(ON_INDEX, ef, scan, sql, *args)
 
     async def search(
         self, org_id: str, *, query: str, scopes: Sequence[SearchScope], top_k: int
@@ -294,3 +337,7 @@ class PgChunkRepository:
             for chunk_id in best
             if chunk_id in details
         ]
+
+
+def _ids(rows: Sequence[Any]) -> list[int]:
+    return [int(r[0]) for r in rows]

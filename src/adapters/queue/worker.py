@@ -4,7 +4,8 @@ A failing job is re-queued in the database with exponential backoff (`RetryReque
 retries survive restarts; its handler is told when an attempt is the last one, so that it can
 leave its data in a named failure state instead of failing again. A job whose worker dies
 keeps no heartbeat and is picked up again by another worker, or at once when the dead worker's
-supervisor calls `release_jobs`. A reaper runs periodically.
+supervisor calls `release_jobs`. A reaper, a ticker (the scheduler's) and an indexer (the
+knowledge bases' own vector indexes) run periodically, each in a task of its own.
 
 Every run of a job is counted in `pgqueuer_job_runs`: a start, committed before the handler
 runs, and an end when it returns or raises. A start without an end is a run cut short: its
@@ -122,6 +123,8 @@ class PgQueuerWorker:
         reap_every: timedelta = timedelta(minutes=1),
         ticker: Callable[[], Awaitable[int]] | None = None,
         tick_every: timedelta = timedelta(seconds=10),
+        indexer: Callable[[], Awaitable[int]] | None = None,
+        index_every: timedelta = timedelta(minutes=1),
         on_start: Callable[[], Awaitable[None]] | None = None,
         worker_id: uuid.UUID | None = None,
     ) -> None:
@@ -136,6 +139,8 @@ class PgQueuerWorker:
         self._reap_every = reap_every
         self._ticker = ticker
         self._tick_every = tick_every
+        self._indexer = indexer
+        self._index_every = index_every
         self._on_start = on_start
         self._manager: QueueManager | None = None
         self._driver: AsyncpgDriver | None = None
@@ -170,6 +175,7 @@ class PgQueuerWorker:
             for work, interval, what in (
                 (self._reaper, self._reap_every, "worker.reaped_stalled_work"),
                 (self._ticker, self._tick_every, "worker.ticked"),
+                (self._indexer, self._index_every, "worker.vector_indexes_changed"),
             )
             if work is not None
         ]
@@ -292,8 +298,8 @@ class PgQueuerWorker:
     async def _every(
         self, work: Callable[[], Awaitable[int]], interval: timedelta, what: str
     ) -> None:
-        """`work` now and every `interval` until the worker stops (the reaper; the scheduler's
-        tick); a count it returns above zero is logged as `what`."""
+        """`work` now and every `interval` until the worker stops (the reaper, the indexer, the
+        scheduler's tick); a count it returns above zero is logged as `what`."""
         while not self._stopping.is_set():
             try:
                 done = await work()
