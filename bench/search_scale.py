@@ -65,7 +65,18 @@ PER_FILE = 200
 P50_TARGET, P99_TARGET, RECALL_TARGET = 20.0, 100.0, 0.95
 # Organization ids of one length: the binary COPY rows have a fixed layout.
 MANY, TINY, PROBE = "org_many", "org_tiny", "org_prob"
-TEXT_LEN = 28  # "passage 00000000 topic 00000"
+# A passage's text: "passage 00000000 topic 00000 " and then English prose from
+# `bench/corpus.py`, 1,000 characters in all (the default chunk of 256 tokens): long enough
+# that a row passes Postgres's 2 kB TOAST threshold, as the service's rows do.
+TEXT_LEN = 1000
+TEXT_HEAD = 29
+PROSE = np.frombuffer(
+    " ".join(
+        corpus.paragraph(random.Random(i), topic)
+        for i, topic in enumerate(sorted(corpus.TOPICS) * 200)
+    ).encode("ascii", "ignore"),
+    np.uint8,
+)
 F32 = np.float32
 
 
@@ -242,11 +253,12 @@ def copy_rows(
     rows["l_page"] = -1
     rows["l_start"], rows["start"] = 4, index * 1000
     rows["l_end"], rows["end"] = 4, index * 1000 + TEXT_LEN
-    text = np.frombuffer(b"passage 00000000 topic 00000", np.uint8)
     rows["l_text"] = TEXT_LEN
-    rows["text"] = text
+    rows["text"][:, :TEXT_HEAD] = np.frombuffer(b"passage 00000000 topic 00000 ", np.uint8)
     rows["text"][:, 8:16] = digits(number, 8)
     rows["text"][:, 23:28] = digits(topic, 5)
+    starts = np.random.default_rng(number[:1]).integers(0, len(PROSE) - TEXT_LEN, n)
+    rows["text"][:, TEXT_HEAD:] = PROSE[starts[:, None] + np.arange(TEXT_LEN - TEXT_HEAD)]
     rows["l_vec"], rows["vdim"] = 4 + 4 * DIMS, DIMS
     rows["vec"] = vectors
     return rows.tobytes()
@@ -367,6 +379,33 @@ async def build_hnsw(conn: asyncpg.Connection) -> dict[str, float]:
     size = await conn.fetchval("SELECT pg_relation_size($1::regclass)", INDEX)
     print(f"HNSW build {built:.0f} s, {size / 2**30:.2f} GiB", flush=True)
     return {"build_s": built, "index_bytes": float(size)}
+
+
+async def build_own_indexes(conn: asyncpg.Connection, min_passages: int) -> dict[str, Any]:
+    """The worker's sweep (`keep_vector_indexes`) over the loaded data: an HNSW index of its
+    own for each knowledge base of at least `min_passages`."""
+    from adapters.postgres.vector_indexes import keep_vector_indexes
+
+    began = time.perf_counter()
+    sweep = await keep_vector_indexes(conn, min_passages=min_passages, build_memory="4GB")
+    built = time.perf_counter() - began
+    size = await conn.fetchval(
+        "SELECT coalesce(sum(pg_relation_size(c.oid)), 0) FROM pg_class c "
+        "WHERE c.relkind = 'i' AND c.relname LIKE 'ix\\_chunks\\_kb\\_%'"
+    )
+    rows = await conn.fetchval(
+        "SELECT coalesce(sum(chunk_count), 0) FROM knowledge_base_stats WHERE chunk_count >= $1",
+        min_passages,
+    )
+    print(
+        f"own HNSW indexes: {len(sweep.built)} over {rows:,} passages in {built:.0f} s, "
+        f"{size / 2**30:.2f} GiB; failed {sweep.failed}",
+        flush=True,
+    )
+    return {
+        "build_s": built, "count": len(sweep.built), "failed": sweep.failed,
+        "index_bytes": float(size), "rows": int(rows),
+    }  # fmt: skip
 
 
 async def table_sizes(conn: asyncpg.Connection) -> dict[str, float]:
@@ -514,30 +553,48 @@ async def service(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> li
     return found
 
 
+async def scope_rows(db: Any, scope: Any) -> tuple[int, float, list[int]]:
+    """(the scope's passages, the shared index's rows, its knowledge bases with an own index)."""
+    from adapters.postgres.chunks import SCOPE_SIZE, index_name
+
+    rows = await db.fetch(SCOPE_SIZE, scope.knowledge_base_ids, DIMS, index_name(DIMS))
+    own = [int(r[0]) for r in rows if r[2]]
+    return sum(int(r[1]) for r in rows), float(rows[0][3] or 0.0), own
+
+
 async def hnsw_by_selectivity(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
-    repo.exact_threshold = -1
-    found: list[int] = await repo.nearest(org_id, scope, limit)
-    return found
+    """The shared index with the service's settings by selectivity, whatever the scope's size
+    and own indexes."""
+    total, shared, _ = await scope_rows(db, scope)
+    args = (org_id, scope.knowledge_base_ids, MODEL, scope.query_vector, limit)
+    return [r[0] for r in await repo._shared(DIMS, total, shared, limit, args)]
 
 
 def fixed_ef(ef: int) -> Runner:
-    """The HNSW statement with `hnsw.ef_search` = ef (max_scan_tuples as the service sets it)."""
+    """The shared index's statement with `hnsw.ef_search` = ef (max_scan_tuples as the service
+    sets it)."""
 
     async def run(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
-        from adapters.postgres.chunks import (
-            SCOPE_SIZE,
-            hnsw_settings,
-            index_name,
-            nearest_statement,
-        )
+        from adapters.postgres.chunks import hnsw_settings, nearest_statement
 
-        rows, index_rows = (await db.fetch(SCOPE_SIZE, scope.knowledge_base_ids, index_name(DIMS)))[
-            0
-        ]
-        _, scan = hnsw_settings(rows, index_rows or 0.0, limit)
+        total, shared, _ = await scope_rows(db, scope)
+        _, scan = hnsw_settings(total, shared, limit)
         args = (org_id, scope.knowledge_base_ids, MODEL, scope.query_vector, limit)
-        found: list[int] = await repo._on_index(nearest_statement(DIMS), ef, scan, args)
-        return found
+        return [r[0] for r in await repo._on_index(nearest_statement(DIMS), ef, scan, args)]
+
+    return run
+
+
+def own_ef(ef: int) -> Runner:
+    """A single knowledge base's own index with `hnsw.ef_search` = ef."""
+
+    async def run(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
+        from adapters.postgres.chunks import MAX_SCAN_TUPLES_MIN, dedicated_statement
+
+        (kb,) = scope.knowledge_base_ids
+        args = (org_id, scope.knowledge_base_ids, MODEL, scope.query_vector, limit)
+        sql = dedicated_statement(kb, DIMS)
+        return [r[0] for r in await repo._on_index(sql, ef, MAX_SCAN_TUPLES_MIN, args)]
 
     return run
 
@@ -563,40 +620,80 @@ async def exact(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list
     return [r[0] for r in rows]
 
 
+EXPLAIN_FUNCTION = """
+    CREATE FUNCTION pg_temp.explain_vector(
+        ef integer, scan integer, statement text, org text, kb_ids bigint[], model text,
+        query vector, lim integer) RETURNS SETOF text LANGUAGE plpgsql
+    SET enable_sort = off AS $$
+    BEGIN
+        PERFORM set_config('hnsw.ef_search', ef::text, true),
+                set_config('hnsw.max_scan_tuples', scan::text, true);
+        RETURN QUERY EXECUTE 'EXPLAIN (ANALYZE, BUFFERS) ' || statement
+            USING org, kb_ids, model, query, lim;
+    END $$"""
+
+
 async def explain_service(pool: asyncpg.Pool, scope: Scope, query: np.ndarray) -> list[str]:
-    """EXPLAIN (ANALYZE, BUFFERS) of the statement `nearest` runs for this scope, under the
-    settings it runs it with."""
+    """EXPLAIN (ANALYZE, BUFFERS) of the statement `nearest` runs for this scope (the bench's
+    scopes take one path each), planned as `ap_hnsw_nearest` plans it."""
     from adapters.postgres.chunks import (
-        SCOPE_SIZE,
+        SHARED_SHARE,
         PgChunkRepository,
+        dedicated_statement,
+        ef_search_for,
         exact_statement,
         hnsw_settings,
-        index_name,
         nearest_statement,
     )
     from adapters.postgres.database import org_connection
+    from application.ports.chunk_repository import SearchScope
 
     kb_ids = [scope.org.kb_ids[k] for k in scope.kbs]
     args = (scope.org.org_id, kb_ids, MODEL, query.tolist(), TOP_K)
+    search = SearchScope(
+        knowledge_base_ids=kb_ids, embedding_model=MODEL, dimensions=DIMS,
+        query_vector=query.tolist(),
+    )  # fmt: skip
     async with org_connection(pool, scope.org.org_id) as db:
         repo = PgChunkRepository(db)
-        rows, index_rows = (await db.fetch(SCOPE_SIZE, kb_ids, index_name(DIMS)))[0]
-        if rows <= repo.exact_threshold:
-            plan = await db.fetch("EXPLAIN (ANALYZE, BUFFERS) " + exact_statement(DIMS), *args)
-            lines = [r[0] for r in plan]
-            how = f"exact: {rows:,} passages <= {repo.exact_threshold:,}"
-        else:
-            ef, scan = hnsw_settings(rows, index_rows or 0.0, TOP_K)
-            sql = "EXPLAIN (ANALYZE, BUFFERS) " + nearest_statement(DIMS)
-            lines = [str(x) for x in await repo._on_index(sql, ef, scan, args)]
+        rows, shared, own = await scope_rows(db, search)
+        if rows > repo.exact_threshold and rows >= SHARED_SHARE * shared:
+            ef, scan = hnsw_settings(rows, shared, TOP_K)
+            sql = nearest_statement(DIMS)
             how = (
-                f"HNSW: {rows:,} passages of {index_rows:,.0f} in the index, ef_search {ef}, "
+                f"shared HNSW: {rows:,} passages of {shared:,.0f} in the index, ef_search {ef}, "
                 f"max_scan_tuples {scan:,}"
             )
+        elif own:
+            ef, scan, sql = ef_search_for(rows, TOP_K), 20_000, dedicated_statement(own[0], DIMS)
+            how = f"own HNSW index: {rows:,} passages, ef_search {ef}"
+        elif rows <= repo.exact_threshold:
+            ef, scan, sql = 40, 20_000, exact_statement(DIMS)
+            how = f"exact: {rows:,} passages <= {repo.exact_threshold:,}"
+        else:
+            ef, scan = hnsw_settings(rows, shared, TOP_K)
+            sql = nearest_statement(DIMS)
+            how = f"shared HNSW by selectivity: {rows:,} of {shared:,.0f}, ef_search {ef}"
+        async with db.raw.transaction():
+            await db.raw.execute(EXPLAIN_FUNCTION)
+            plan = await db.fetch(
+                "SELECT pg_temp.explain_vector($1, $2, $3, $4, $5, $6, $7, $8)", ef, scan, sql,
+                *args,
+            )  # fmt: skip
+            await db.raw.execute("DROP FUNCTION pg_temp.explain_vector")
+        lines = [r[0] for r in plan]
     skip = ("Planning", "Execution Time", "I/O Timings")
     text = [VECTOR_LITERAL.sub("'[...]'", x) for x in lines if not x.strip().startswith(skip)]
     total = next((x for x in lines if x.strip().startswith("Execution Time")), "")
     return [f"-- {how}; {total.strip()}", *text]
+
+
+def probe_text(file: int, index: int) -> str:
+    start = (file * PER_FILE + index) * 7919 % (len(PROSE) - TEXT_LEN)
+    return (
+        f"probe passage {index:06d} file {file:06d} "
+        + PROSE[start : start + 970].tobytes().decode()
+    )
 
 
 async def timed_writes(
@@ -614,8 +711,8 @@ async def timed_writes(
         vectors = gen.passages(f % len(gen.centres), PER_FILE, (probe.index, 0, f))
         chunks = [
             EmbeddedChunk(
-                chunk=TextChunk(index=i, text=f"probe passage {i} of file {f}", page_number=None,
-                                start_char=i * 1000, end_char=i * 1000 + 30),
+                chunk=TextChunk(index=i, text=probe_text(f, i), page_number=None,
+                                start_char=i * 1000, end_char=i * 1000 + TEXT_LEN),
                 vector=v.tolist(),
             )
             for i, v in enumerate(vectors)
@@ -707,20 +804,24 @@ def scope_of(label: str, shape: str, org: Org, kbs: list[int]) -> Scope:
 
 
 def configs_for(
-    scope: Scope, exact_queries: int, hnsw: bool, threshold: int
+    scope: Scope, exact_queries: int, hnsw: bool, own: bool
 ) -> list[tuple[str, int, Runner, int | None]]:
-    """The rows measured for a scope: the service at LIMIT 10 and 40; with the HNSW index,
-    the HNSW statement forced at ef_search by selectivity and at fixed values (above the
-    threshold: 40 to 400); the statement as the service ran it before; exact."""
+    """The rows measured for a scope: the service at LIMIT 10 and 40; with the HNSW indexes,
+    the knowledge base's own index at fixed ef_search (when it has one), the shared index at
+    ef_search by selectivity and at fixed values (40 only for a small scope), the shared
+    index's statement as the service ran it before this work; exact."""
     big = scope.size > 50_000
     rows: list[tuple[str, int, Runner, int | None]] = [
         ("service (LIMIT 10)", TOP_K, service, None),
         ("service, LIMIT 40 (/kb/search depth)", DEPTH, service, None),
     ]
+    if hnsw and own:
+        for ef in (40, 100, 200):
+            rows.append((f"own HNSW index, ef_search {ef}", TOP_K, own_ef(ef), None))
     if hnsw:
-        rows.append(("HNSW, ef_search by selectivity", TOP_K, hnsw_by_selectivity, None))
-        for ef in (40, 100, 200, 400) if scope.size > threshold else (40,):
-            rows.append((f"HNSW, ef_search {ef} (iterative scan)", TOP_K, fixed_ef(ef), None))
+        rows.append(("shared HNSW, ef_search by selectivity", TOP_K, hnsw_by_selectivity, None))
+        for ef in (40, 100, 200, 300, 400) if scope.shape == "A" else (40, 200):
+            rows.append((f"shared HNSW, ef_search {ef}", TOP_K, fixed_ef(ef), None))
         rows.append(
             (
                 "before: planner's choice, ef_search 40",
@@ -736,7 +837,6 @@ def configs_for(
 async def measure_scopes(
     url: str, scopes: list[Scope], gen: Generator, args: argparse.Namespace, *, hnsw: bool
 ) -> tuple[list[Row], dict[str, list[str]]]:
-    from adapters.postgres.chunks import EXACT_THRESHOLD
     from adapters.postgres.database import create_pool
 
     rows: list[Row] = []
@@ -746,7 +846,8 @@ async def measure_scopes(
         pool = await create_pool(url, app_role="agent_platform_app", size=2)
         try:
             queries, _ = gen.queries(scope.vectors, args.queries, rng)
-            configs = configs_for(scope, args.exact_queries, hnsw, EXACT_THRESHOLD)
+            own = scope.shape == "B" and scope.size >= args.own_index_min
+            configs = configs_for(scope, args.exact_queries, hnsw, own)
             rows += await run_rows(pool, scope, configs, queries, args.rounds)
             plans[scope.label] = await explain_service(pool, scope, queries[0])
             plans[scope.label + " (off-topic query)"] = await explain_service(
@@ -784,6 +885,7 @@ async def phase_one(
             keep: dict[str, list[tuple[np.ndarray, int]]] = {MANY: [], TINY: []}
             load = await bulk_load(conn, gen, files, keep)
             hnsw = await build_hnsw(conn)
+            hnsw["own"] = await build_own_indexes(conn, args.own_index_min)
             began = time.perf_counter()
             await conn.execute("VACUUM (ANALYZE) chunks")
             await conn.execute("ANALYZE knowledge_base_files, knowledge_base_stats")
@@ -877,7 +979,10 @@ def save_state(args: argparse.Namespace, state: dict[str, Any]) -> None:
 
 
 def cache_key(args: argparse.Namespace) -> dict[str, Any]:
-    return {"scale": args.scale, "seed": args.seed, "small": args.small, "topics": args.topics}
+    return {
+        "scale": args.scale, "seed": args.seed, "small": args.small, "topics": args.topics,
+        "text": TEXT_LEN, "own_indexes": args.own_index_min,
+    }  # fmt: skip
 
 
 # ------------------------------------------------------------------------------ report
@@ -1246,8 +1351,12 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--calibration", type=int, default=2000, help="real embeddings")
     parser.add_argument(
-        "--threshold-probe", type=int, default=50_000, help="a KB at most this big is measured"
+        "--threshold-probe", type=int, default=15_000, help="a KB at most this big is measured"
     )
+    parser.add_argument(
+        "--own-index-min", type=int, default=15_000,
+        help="AP_VECTOR_INDEX_MIN_PASSAGES for the worker's sweep",
+    )  # fmt: skip
     parser.add_argument("--shared-buffers", default="6GB")
     parser.add_argument("--cache", help="keep the database (and real embeddings) here")
     parser.add_argument("--skip-5m", action="store_true", help="phase 1 only")

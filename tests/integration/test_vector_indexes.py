@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 
 import asyncpg
 import numpy as np
@@ -61,12 +62,13 @@ async def test_large_knowledge_bases_get_an_index_that_their_searches_use(app_po
     big, _ = await seeded(app_pool, "org_a", 120, rng)
     small, _ = await seeded(app_pool, "org_a", 40, rng)
     other, _ = await seeded(app_pool, "org_b", 150, rng)
+    third, _ = await seeded(app_pool, "org_b", 100, rng)
     await owner.execute("ANALYZE chunks")
     assert await owns_chunks(owner)
 
     sweep = await keep_vector_indexes(owner, min_passages=100)
     assert sorted(sweep.built) == sorted(
-        [dedicated_index_name(big, DIMS), dedicated_index_name(other, DIMS)]
+        dedicated_index_name(kb, DIMS) for kb in (big, other, third)
     )
     assert await indexes(owner) == {name: True for name in sweep.built}
     again = await keep_vector_indexes(owner, min_passages=100)
@@ -77,16 +79,20 @@ async def test_large_knowledge_bases_get_an_index_that_their_searches_use(app_po
         ids = np.array([r[0] for r in stored])
         vectors = np.stack([r[1].to_numpy() for r in stored])
         repo = PgChunkRepository(db)
-        for query in unit(rng, 4):
-            for kbs in ([big], [big, small]):
-                scope = SearchScope(knowledge_base_ids=kbs, embedding_model=MODEL,
-                                    dimensions=DIMS, query_vector=query.tolist())  # fmt: skip
-                # 160 passages of org_a: an own graph this small at ef_search 100 is exact.
-                assert await repo.nearest("org_a", scope, 10) == exact_top(
+        for query, threshold, kbs in itertools.product(
+            unit(rng, 3), (50_000, 10), ([big], [big, small])
+        ):
+            # The small knowledge base exactly, then (above the threshold) on the shared index.
+            repo.exact_threshold = threshold
+            scope = SearchScope(knowledge_base_ids=kbs, embedding_model=MODEL,
+                                dimensions=DIMS, query_vector=query.tolist())  # fmt: skip
+            # Graphs this small at ef_search 100 find the exact answers.
+            for limit in (10, 3):
+                assert await repo.nearest("org_a", scope, limit) == exact_top(
                     vectors[np.isin(ids, await kb_rows(db, kbs))],
                     ids[np.isin(ids, await kb_rows(db, kbs))],
                     query,
-                    10,
+                    limit,
                 )
         args = ("org_a", [big], MODEL, unit(rng, 1)[0].tolist(), 10)
         plan = await plan_under_hnsw_settings(db, dedicated_statement(big, DIMS), args)

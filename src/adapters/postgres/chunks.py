@@ -138,21 +138,34 @@ def nearest_statement(dimensions: int) -> str:
         ) nearest ORDER BY distance, id"""
 
 
-def dedicated_statement(knowledge_base_id: int, dimensions: int) -> str:
-    """The vector query on one knowledge base's own HNSW index: its id and `vector_dims` as
-    literals, which prove that index's predicate and not the shared index's (`dimensions =
-    N`); (id, distance) rows. `$2` (the scope's ids) is not needed."""
-    kb, dims = int(knowledge_base_id), checked_dimensions(dimensions)
+def own_indexes_statement(
+    knowledge_base_ids: Sequence[int], dimensions: int, *, with_exact: bool = False
+) -> str:
+    """One vector query over knowledge bases searched on their own HNSW indexes: a branch each,
+    with its id and `vector_dims` as literals, which prove that index's predicate and not the
+    shared index's (`dimensions = N`); with `with_exact`, one more branch searching the
+    knowledge bases of `$2` exactly. (id, distance) rows, merged by distance."""
+    dims = checked_dimensions(dimensions)
     cast = vector_cast(dims)
+    branches = [
+        f"""(SELECT c.id, c.embedding::{cast} <=> ($4::vector)::{cast} AS distance
+             FROM chunks c
+             WHERE c.knowledge_base_id = {int(kb)} AND vector_dims(c.embedding) = {dims}
+               AND c.org_id = $1 AND c.embedding_model = $3
+             ORDER BY c.embedding::{cast} <=> ($4::vector)::{cast}
+             LIMIT $5)"""
+        for kb in knowledge_base_ids
+    ]
+    if with_exact:
+        branches.append(f"({exact_statement(dims)})")
     return f"""
-        SELECT id, distance FROM (
-            SELECT c.id, c.embedding::{cast} <=> ($4::vector)::{cast} AS distance
-            FROM chunks c
-            WHERE c.knowledge_base_id = {kb} AND vector_dims(c.embedding) = {dims}
-              AND c.org_id = $1 AND c.embedding_model = $3
-            ORDER BY c.embedding::{cast} <=> ($4::vector)::{cast}
-            LIMIT $5
-        ) nearest ORDER BY distance, id"""
+        SELECT id, distance FROM ({" UNION ALL ".join(branches)}) nearest
+        ORDER BY distance, id LIMIT $5"""
+
+
+def dedicated_statement(knowledge_base_id: int, dimensions: int) -> str:
+    """The vector query on one knowledge base's own HNSW index (`own_indexes_statement`)."""
+    return own_indexes_statement([knowledge_base_id], dimensions)
 
 
 def exact_statement(dimensions: int) -> str:
@@ -261,7 +274,8 @@ class PgChunkRepository:
         """The ids of the scope's `limit` passages nearest to its query vector, in order: each
         knowledge base with an index of its own on it, the others exactly up to
         `exact_threshold` passages, else (or for a scope of at least half the shared index) on
-        the shared index; the parts merged by distance."""
+        the shared index; the parts merged by distance. One statement after the sizes' read,
+        two when knowledge bases with and without an own index need the shared one."""
         dims = scope.dimensions
         rows = await self._db.fetch(
             SCOPE_SIZE, scope.knowledge_base_ids, dims, shared_index_name(dims)
@@ -273,27 +287,26 @@ class PgChunkRepository:
         args = (org_id, scope.knowledge_base_ids, scope.embedding_model, scope.query_vector, limit)
         if total > self.exact_threshold and total >= SHARED_SHARE * shared_rows > 0:
             return _ids(await self._shared(dims, total, shared_rows, limit, args))
-        parts = [
-            await self._on_index(
-                dedicated_statement(kb, dims),
-                ef_search_for(sizes[kb], limit),
-                MAX_SCAN_TUPLES_MIN,
-                args,
-            )
-            for kb in own
-        ]
         rest = [kb for kb in scope.knowledge_base_ids if kb not in own]
         rest_rows = sum(sizes.get(kb, 0) for kb in rest)
-        if rest and (rest_rows > 0 or not own):
-            rest_args = (*args[:1], rest, *args[2:])
-            if rest_rows <= self.exact_threshold:
-                parts.append(await self._db.fetch(exact_statement(dims), *rest_args))
-            else:
-                parts.append(await self._shared(dims, rest_rows, shared_rows, limit, rest_args))
-        if len(parts) == 1:
-            return _ids(parts[0])
-        merged = sorted((r for part in parts for r in part), key=lambda r: (r[1], r[0]))
-        return _ids(merged[:limit])
+        rest_args = (*args[:1], rest, *args[2:])
+        if not own:
+            if total <= self.exact_threshold:
+                return _ids(await self._db.fetch(exact_statement(dims), *args))
+            return _ids(await self._shared(dims, total, shared_rows, limit, args))
+        # The own indexes, and the other knowledge bases if they are searched exactly, in one
+        # statement; ef_search is the largest graph's.
+        exact_rest = 0 < rest_rows <= self.exact_threshold
+        found = await self._on_index(
+            own_indexes_statement(own, dims, with_exact=exact_rest),
+            max(ef_search_for(sizes[kb], limit) for kb in own),
+            MAX_SCAN_TUPLES_MIN,
+            rest_args,
+        )
+        if rest_rows > self.exact_threshold:
+            found = [*found, *await self._shared(dims, rest_rows, shared_rows, limit, rest_args)]
+            found.sort(key=lambda r: (r[1], r[0]))
+        return _ids(found[:limit])
 
     async def _shared(
         self, dims: int, scope_rows: int, shared_rows: float, limit: int, args: tuple[Any, ...]
