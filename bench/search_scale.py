@@ -12,8 +12,10 @@ within-topic covariance): topic centres drawn with the between-topic share of th
 variance, passages = centre + within-topic noise, normalized. Each file (200 passages) is about
 one topic of its knowledge base; files are loaded in random order, each file's passages
 together (as ingestion writes them), by binary COPY as the owner. Phase 1: `org_many` (50
-knowledge bases, 1,000,000 passages) and `org_tiny` (one of 1,000); the HNSW index is built
-after the load with the service's `ap_ensure_chunk_index(384)` and timed. Phase 2 adds
+knowledge bases, 1,000,000 passages) and `org_tiny` (one of 1,000); the shared HNSW index is
+built after the load with the service's `ap_ensure_chunk_index(384)`, then the worker's sweep
+(`keep_vector_indexes`) builds the large knowledge bases' own indexes; both timed. Passages
+carry 1,000 characters of text, so rows take the TOAST layout the service's rows have. Phase 2 adds
 4,000,000 passages of 200 other organizations (the HNSW index dropped first: building it over
 5,000,000 rows does not fit this run; the small knowledge base's plan never uses it) and
 measures the small knowledge base again. `--cache DIR` keeps the database (and the real
@@ -1010,12 +1012,7 @@ def section(
 ) -> str:
     """The BENCHMARKS.md section; `measured`: when and with what command, for a saved run."""
     when, command = measured or (datetime.now(UTC), command_line("search_scale.py"))
-    from adapters.postgres.chunks import (
-        EF_SEARCH_MAX,
-        EXACT_THRESHOLD,
-        MAX_SCAN_TUPLES_MAX,
-        hnsw_settings,
-    )
+    from adapters.postgres.chunks import EXACT_THRESHOLD, MAX_SCAN_TUPLES_MAX, hnsw_settings
 
     one, two, state = result["one"], result.get("two"), result["state"]
     pg = one["settings"]
@@ -1023,6 +1020,7 @@ def section(
     s = spectrum.stats
     sizes1, sizes2 = state["sizes"], state.get("sizes2")
     hnsw = state["hnsw"]
+    own = hnsw["own"]
     table = [
         "| Scope | How | queries | p50 (ms) | p99 (ms) | recall@10 | near | off-topic | worst "
         "| short |",
@@ -1076,8 +1074,14 @@ def section(
     a_rows = {r.how: r for r in rows if r.shape == "A"}
     ef_curve = ", ".join(
         f"ef_search {ef}: {a_rows[k].recall:.3f} at p50 {median(a_rows[k].p50_ms):.1f} ms"
-        for ef in (40, 100, 200, 400)
-        if (k := f"HNSW, ef_search {ef} (iterative scan)") in a_rows
+        for ef in (40, 100, 200, 300, 400)
+        if (k := f"shared HNSW, ef_search {ef}") in a_rows
+    )
+    own_rows = [r for r in rows if r.how.startswith("own HNSW index, ef_search")]
+    own_curve = "; ".join(
+        f"{r.size:,} passages at ef_search {r.how.rsplit(' ', 1)[1]}: recall@10 {r.recall:.3f}, "
+        f"p50 {median(r.p50_ms):.1f} ms"
+        for r in own_rows
     )
     # The ingestion section (2026-11-21): one worker, 879 passages of 400 pages in 65.2 s,
     # plain llama-index 6.80 pages/s; the same run with each passage written this much slower.
@@ -1102,7 +1106,10 @@ def section(
         "file's topic centre + a draw from the real within-topic covariance, normalized (the "
         "real vectors' mean cosine is "
         f"{s['mean_cos']:.2f}, the median nearest-neighbour cosine {s['nn_cos']:.2f}). A "
-        "knowledge base has max(4, size / 500) topics, a file of 200 passages one of them.",
+        "knowledge base has max(4, size / 500) topics, a file of 200 passages one of them. "
+        f"A passage's text is {TEXT_LEN:,} characters of `bench/corpus.py` prose (the default "
+        "chunk of 256 tokens), so a row passes the 2 kB TOAST threshold as the service's do: "
+        "its text and tsvector go out of line, its embedding stays in the row (migration 0015).",
         f"- Phase 1: `{MANY}` with 50 knowledge bases of {min(one['kb_sizes']):,} to "
         f"{max(one['kb_sizes']):,} passages (geometric, {sum(one['kb_sizes']):,} in all) and "
         f"`{TINY}` with one of {args.small:,}. Shape A (one knowledge base of 1,000,000) is "
@@ -1118,19 +1125,27 @@ def section(
         f"max_parallel_maintenance_workers 1): **{hnsw['build_s'] / 60:.1f} min, "
         f"{hnsw['index_bytes'] / 2**30:.2f} GiB**; table {sizes1['heap'] / 2**30:.2f} GiB, "
         f"all its indexes {sizes1['indexes'] / 2**30:.2f} GiB; VACUUM ANALYZE "
-        f"{load1['vacuum_s']:.0f} s.",
+        f"{load1['vacuum_s']:.0f} s. Then the worker's sweep (`keep_vector_indexes`, "
+        f"`AP_VECTOR_INDEX_MIN_PASSAGES` {args.own_index_min:,}, maintenance_work_mem 4GB) "
+        f"built an HNSW index of their own for the {own['count']} knowledge bases of "
+        f"`{MANY}` at or above it ({own['rows']:,} passages), one after another with `CREATE "
+        f"INDEX CONCURRENTLY`: **{own['build_s'] / 60:.1f} min, "
+        f"{own['index_bytes'] / 2**30:.2f} GiB**.",
     ]
     if two and sizes2:
         load2 = state["load2"]
         lines.append(
-            f"- Phase 2: the HNSW index dropped, {load2['rows']:,.0f} more passages of 200 other "
+            f"- Phase 2: the shared HNSW index dropped (the own ones kept), "
+            f"{load2['rows']:,.0f} more passages of 200 other "
             f"organizations (20,000 each) copied in {load2['copy_s']:.0f} s (other indexes "
             f"{load2['indexes_s']:.0f} s, VACUUM ANALYZE {load2['vacuum_s']:.0f} s): "
             f"{sizes2['rows']:,.0f} rows, table {sizes2['heap'] / 2**30:.2f} GiB, indexes "
             f"{sizes2['indexes'] / 2**30:.2f} GiB. The HNSW index over 5,000,000 rows was not "
             "built (about "
             f"{hnsw['build_s'] * 5 * math.log(5e6) / math.log(1e6) / 3600:.1f} h at this "
-            "machine's 1,000,000-row rate, n log n); shape C never uses it (plans below)."
+            "machine's 1,000,000-row rate, n log n); shape C never uses it (plans below). The "
+            "sweep was not run again: it would give each of the 200 new knowledge bases of "
+            "20,000 passages an index of its own (about 4 h here), which shape C does not use."
         )
     lines += [
         f"- Queries: {args.queries} per scope, half near the scope's own passages (a stored "
@@ -1140,27 +1155,31 @@ def section(
         "10 warm-up queries per row; p50 / p99 are medians over the rounds. Timed: the call "
         "inside an organization-scoped checkout of `create_pool(..., app_role="
         "'agent_platform_app')` + `org_connection` (row-level security on). *service* = "
-        "`PgChunkRepository.nearest`, the vector part of `search`: the scope-size read, then "
-        "the exact statement or, in its own transaction with `SET LOCAL`, the HNSW one. Other "
-        "rows: the HNSW statement (forced, iterative scan) with ef_search by selectivity at any "
-        "size and at fixed ef_search (40 only when the service searches the scope exactly), the "
-        "statement the service ran before (planner's choice) "
-        f"and the exact statement; over 50,000 passages these two ran on the first "
-        f"{args.exact_queries} queries only (seconds each).",
+        "`PgChunkRepository.nearest`, the vector part of `search`: the scope's sizes and "
+        "indexes read, then one statement: exact, or an HNSW one through `ap_hnsw_nearest` "
+        "(its settings for that statement only). Other rows: a knowledge base's own index at "
+        "fixed ef_search; the shared index's statement (iterative scan) with ef_search by "
+        "selectivity at any size and at fixed values; that statement as the service ran it "
+        "before this work (planner's choice, ef_search 40); the exact statement. Over 50,000 "
+        f"passages the last two ran on the first {args.exact_queries} queries only (seconds "
+        "each).",
         "- Exact answers: numpy brute force over the scope's generated vectors (what was "
         "stored, float32); a returned id is a hit when its distance is within the exact 10th "
         "(+1e-5). *worst* = the lowest recall@10 of a single query; *short* = answers with "
         "fewer than 10 rows.",
         f"- Chunk writes (`replace_for_file` of a new file's 200 passages + commit, app role, as "
-        f"the worker writes them; median of 5): empty table {median(w_empty):.1f} ms, with "
-        f"{sizes1['rows']:,.0f} rows and the HNSW index {median(w_loaded):.1f} ms "
+        f"the worker writes them, to a knowledge base without an own index; median of 5): "
+        f"empty table {median(w_empty):.1f} ms, with "
+        f"{sizes1['rows']:,.0f} rows and the HNSW indexes {median(w_loaded):.1f} ms "
         f"(runs: {', '.join(f'{x:.0f}' for x in w_loaded)} ms). Ingestion's targets are "
         "pipeline throughput (pages/s against plain llama-index, worker speed-up); embedding "
         "those 200 passages takes about 14.7 s at the 13.6 chunks/s of one worker (section "
         f"above), so the write is {median(w_loaded) / 14_700 * 100:.1f}% of a file's time. "
         f"Applied to that section's 1-worker run (879 passages, 65.2 s), the slower writes "
         f"add {extra_s:.1f} s: {share:.0f}% of plain llama-index's pages/s against the >= 80% "
-        "target (91% measured there on an empty table); not re-measured end to end here.",
+        "target (91% measured there on an empty table); not re-measured end to end here. A "
+        "knowledge base with an index of its own also inserts into that graph, smaller than "
+        "the shared one.",
         f"- `knowledge_base_stats.chunk_count` vs a count of `chunks`, for the measured "
         f"organizations' knowledge bases: {one['kb_stats_ok']} differ.",
         "",
@@ -1174,56 +1193,57 @@ def section(
         "",
         "Why these means:",
         "",
-        f"- **Exact up to {EXACT_THRESHOLD:,} passages, whatever the table's size.** A "
-        "scope's rows come through the B-tree `ix_chunks_scope` and are sorted by distance; "
-        "the distance is written on the uncast column, which matches no index, so the plan "
-        "cannot drift to HNSW (the planner multiplies the org and knowledge-base selectivities "
-        "and underestimates a knowledge base's rows: see the estimates in the plans). Recall is "
-        f"1 by construction and the time grows with the scope, not the table: about {per_row} "
-        "µs per passage here (the exact rows), so shape C takes the same at 5,000,000 rows as "
-        "at 1,000,000. The threshold is set by the p99 target: the exact path stays under "
-        "100 ms with margin up to about 75,000 passages on this machine, but under a 20 ms "
-        "p50 only up to about 18,000.",
-        "- **Above it, HNSW with pgvector 0.8's iterative scan and ef_search by selectivity.** "
-        "Unfiltered (shape A), the HNSW index (m 16, ef_construction 64) needs ef_search 400 "
-        f"for recall@10 >= 0.95 at 1,000,000 passages ({ef_curve}). A filtered scan walks the "
-        "whole collection's graph and keeps only the scope's rows; relaxed-order iterative "
-        "scans keep going until the limit is filled (no short answers), but the rows found are "
-        "not the nearest ones often enough: recall falls with the scope's share of the index, "
-        "most for off-topic queries, and raising ef_search buys it back slowly and at a cost "
-        "(the *ef_search* and *by selectivity* rows of the single knowledge bases). "
-        "`hnsw.ef_search` = max(400, 2 x "
-        f"limit) / selectivity, at most {EF_SEARCH_MAX}; `hnsw.max_scan_tuples` = 20 x limit / "
-        f"selectivity (20,000 to {MAX_SCAN_TUPLES_MAX:,}); selectivity = the scope's "
-        "`knowledge_base_stats.chunk_count` sum / the HNSW index's `pg_class.reltuples` (a "
-        "catalog read kept by (auto)vacuum and analyze, so no count of `chunks`; here "
-        f"{index_rows:,.0f}). For this index: {examples}. The settings are `SET LOCAL` in the "
-        "statement's own transaction (restored after it inside a caller's), with `enable_sort` "
-        "off so that the plan is the index scan.",
-        "- **What is not met: p50 under 20 ms for a single knowledge base of more than "
-        "about 18,000 passages in a 1,000,000-row index** (and shape A's p50 is at the edge: "
-        "ef_search 400 over 1,000,000 passages takes 15-20 ms on these 2 busy cores). Neither "
-        "path meets all three targets there: exact is right with p99 under 100 ms but its "
-        "p50 grows to 20-75 ms; filtered HNSW reaches recall@10 0.95 only with ef_search near "
-        "its maximum of 1000, which costs as much (the *by selectivity* rows), and at "
-        "ef_search 400 or less its recall is 0.8-0.9. The choice made: exact up to "
-        f"{EXACT_THRESHOLD:,} (right answers, p99 within target), HNSW by selectivity beyond "
-        "it. The means that "
-        "would close it is a graph per large scope: a partial HNSW index per knowledge base "
-        "beyond the threshold (`WHERE knowledge_base_id = N`, the statement carrying the id "
-        "as a literal so the planner can prove the predicate), or list partitions by "
-        "organization / knowledge base with an HNSW index each; a scope's own graph behaves "
-        "like shape A (0.98 at ef_search 400, ~15 ms). Their cost: `CREATE INDEX "
-        "CONCURRENTLY` at run time from the worker (as the owner, outside a transaction), a "
-        f"build of roughly {hnsw['build_s'] / 10 / 60:.1f} min per 100,000 passages on these "
-        "2 cores, and one more index to keep per large knowledge base; not done in this change.",
-        "- **No extended statistics, no migration 0014.** Statistics on (org_id, "
-        "knowledge_base_id) would fix the planner's row estimates, but the plan is no longer "
-        "the planner's to choose: the scope's size comes from `knowledge_base_stats`, exact "
-        "and maintained with the passages (`replace_for_file` writes the file's "
-        "`chunk_count`, `delete_for_knowledge_base` recounts a re-embedded knowledge base). "
-        "Higher HNSW build parameters (m, ef_construction) would raise recall per ef_search "
-        "at a longer build; not tried in this run.",
+        f"- **A graph of its own for each large knowledge base.** A knowledge base of "
+        f"{args.own_index_min:,} passages or more (and less than half the shared index) gets "
+        "an HNSW index of its own, built by the worker (`ix_chunks_kb_<id>_384`, partial "
+        "`WHERE knowledge_base_id = <id> AND vector_dims(embedding) = 384`); the search names "
+        "the id and `vector_dims` as literals, so the planner proves that index's predicate "
+        "and cannot pick the shared one (whose predicate is on `dimensions`). On its own graph "
+        "a knowledge base is searched like an unfiltered collection, so ef_search follows the "
+        "graph's size: 100 x (passages / 25,000)^(1/3), at least 100 and 2 x limit "
+        f"({own_curve}). Filtered on the shared graph, the same knowledge bases need ef_search "
+        "near its maximum of 1000 for recall@10 0.95 and cost as much as an exact scan (the "
+        "*shared HNSW* rows of shape B): the filtered walk meets mostly other rows.",
+        f"- **Exact below that, up to {EXACT_THRESHOLD:,} passages together, whatever the "
+        "table's size.** A scope's rows come through the B-tree `ix_chunks_scope` and are "
+        "sorted by distance; the distance is written on the uncast column, which matches no "
+        "index, so the plan cannot drift to HNSW. Recall is 1 by construction and the time "
+        f"grows with the scope, not the table: about {per_row} µs per passage here (the exact "
+        "rows), so shape C takes the same at 5,000,000 rows as at 1,000,000. This assumes the "
+        "embedding stored in the row: with pgvector's default (EXTERNAL) storage, a row with "
+        "a passage of a few hundred characters passes the 2 kB TOAST threshold and Postgres "
+        "moves the embedding out of line, so an exact scan reads two tuples per passage: "
+        "264 ms instead of 53 ms for 68,856 passages, measured while preparing this run; "
+        "migration 0015 stores it MAIN, so the text goes out of line instead.",
+        "- **The shared index for a scope that is most of it (shape A).** A scope holding at "
+        "least half of the shared index's rows is searched on it: the graph is nearly the "
+        "scope's own. ef_search is that graph's (342 at 1,000,000) divided by the "
+        "selectivity, at most 1000, and the same rule serves a scope of more than "
+        f"{EXACT_THRESHOLD:,} passages without own indexes; `hnsw.max_scan_tuples` = 20 x "
+        f"limit / selectivity (20,000 to {MAX_SCAN_TUPLES_MAX:,}); selectivity = the scope's "
+        "`knowledge_base_stats.chunk_count` sum / the shared index's `pg_class.reltuples` (a "
+        "catalog read kept by (auto)vacuum and analyze; here "
+        f"{index_rows:,.0f}). For this index: {examples}. Unfiltered at 1,000,000 passages "
+        f"(m 16, ef_construction 64): {ef_curve}.",
+        "- **One round trip per search after the sizes' read.** The HNSW settings "
+        "(`hnsw.ef_search`, `hnsw.max_scan_tuples`, `enable_sort` off so that the plan is the "
+        "index scan) are the SET clauses of `ap_hnsw_nearest`, which runs the statement and "
+        "restores them as it returns; a scope mixing knowledge bases with and without own "
+        "indexes is one UNION ALL statement (one branch per own index, one exact branch). "
+        "Before, the settings took a transaction and two more round trips.",
+        "- **No extended statistics.** Statistics on (org_id, knowledge_base_id) would fix the "
+        "planner's row estimates, but the plan is not the planner's to choose: the scope's size "
+        "comes from `knowledge_base_stats`, exact and maintained with the passages "
+        "(`replace_for_file` writes the file's `chunk_count`, `delete_for_knowledge_base` "
+        "recounts a re-embedded knowledge base). Higher HNSW build parameters (m, "
+        "ef_construction) would raise recall per ef_search at a longer build; not tried.",
+        "- **Costs.** An own index is built once, concurrently (writes go on), in about "
+        f"{own['build_s'] / max(own['rows'], 1) * 100_000 / 60:.1f} min per 100,000 passages "
+        "here, and kept by every insert into its knowledge base; it is dropped when the "
+        "knowledge base is deleted, re-embedded at another dimension count or shrinks below "
+        "half the threshold. A scope spanning many large knowledge bases that are together "
+        "less than half the shared index costs one graph search per knowledge base (one "
+        "statement, but the work adds up).",
         "",
         "Plans (EXPLAIN ANALYZE, BUFFERS) of the service's statement, first near and last "
         "off-topic query of each scope:",

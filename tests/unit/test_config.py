@@ -139,3 +139,16 @@ def test_operations_and_worker_limits_are_read():
         )
     for name in ("AP_WORKER_NICE", "AP_EXTRACT_TIMEOUT", "AP_METRICS_TOKEN"):
         assert name in str(refused.value)
+
+
+def test_vector_index_settings_are_read_and_checked():
+    defaults = Settings.from_env({})
+    assert (defaults.vector_index_min_passages, defaults.vector_index_memory_mb) == (15_000, 1024)
+    settings = Settings.from_env(
+        {"AP_VECTOR_INDEX_MIN_PASSAGES": "0", "AP_VECTOR_INDEX_MEMORY_MB": "4096"}
+    )
+    assert (settings.vector_index_min_passages, settings.vector_index_memory_mb) == (0, 4096)
+    with pytest.raises(ConfigError) as refused:
+        Settings.from_env({"AP_VECTOR_INDEX_MIN_PASSAGES": "-1", "AP_VECTOR_INDEX_MEMORY_MB": "8"})
+    for name in ("AP_VECTOR_INDEX_MIN_PASSAGES", "AP_VECTOR_INDEX_MEMORY_MB"):
+        assert name in str(refused.value)
