@@ -15,6 +15,7 @@ from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from urllib.parse import urlsplit
 
+from adapters.postgres.vector_indexes import DEFAULT_MIN_PASSAGES
 from domain.agents import DEFAULT_CHAT_MODEL, validate_chat_model
 from domain.errors import Invalid
 from domain.models import (
@@ -108,7 +109,7 @@ class Settings:
     job_max_cut_short_runs: int = 3
     # Knowledge bases of at least this many passages get an HNSW index of their own, built by
     # the worker as the schema owner (0: none); its build may use this much memory.
-    vector_index_min_passages: int = 15_000
+    vector_index_min_passages: int = DEFAULT_MIN_PASSAGES
     vector_index_memory_mb: int = 1024
 
     @property
@@ -259,7 +260,7 @@ class Settings:
             extract_timeout=integer("AP_EXTRACT_TIMEOUT", 600, 1, 86_400),
             job_max_cut_short_runs=integer("AP_JOB_MAX_CUT_SHORT_RUNS", 3, 1, 100),
             vector_index_min_passages=integer(
-                "AP_VECTOR_INDEX_MIN_PASSAGES", 15_000, 0, 2_000_000_000
+                "AP_VECTOR_INDEX_MIN_PASSAGES", DEFAULT_MIN_PASSAGES, 0, 2_000_000_000
             ),
             vector_index_memory_mb=integer("AP_VECTOR_INDEX_MEMORY_MB", 1024, 64, 2**20),
         )

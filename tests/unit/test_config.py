@@ -143,7 +143,7 @@ def test_operations_and_worker_limits_are_read():
 
 def test_vector_index_settings_are_read_and_checked():
     defaults = Settings.from_env({})
-    assert (defaults.vector_index_min_passages, defaults.vector_index_memory_mb) == (15_000, 1024)
+    assert (defaults.vector_index_min_passages, defaults.vector_index_memory_mb) == (10_000, 1024)
     settings = Settings.from_env(
         {"AP_VECTOR_INDEX_MIN_PASSAGES": "0", "AP_VECTOR_INDEX_MEMORY_MB": "4096"}
     )
