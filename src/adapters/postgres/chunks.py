@@ -49,7 +49,7 @@ EXACT_THRESHOLD = 50_000
 """A scope's knowledge bases without an index of their own are searched exactly up to this many
 passages together: about 1 µs a passage, under the 100 ms p99 target with margin (BENCHMARKS.md,
 "Search at scale")."""
-EF_SEARCH_MIN = 100  # a top 10 over an own graph of 25,000 passages: recall@10 ~0.96
+EF_SEARCH_MIN = 100  # a top 10 over an own graph of 20,645 passages: recall@10 0.968
 EF_SEARCH_MAX = 1000  # pgvector's upper bound for hnsw.ef_search
 MAX_SCAN_TUPLES_MIN = 20_000  # pgvector's default
 MAX_SCAN_TUPLES_MAX = 200_000
@@ -183,9 +183,10 @@ def exact_statement(dimensions: int) -> str:
 
 def ef_search_for(graph_rows: float, limit: int) -> int:
     """`hnsw.ef_search` for a top `limit` over an HNSW graph of `graph_rows` passages, for
-    recall@10 of about 0.96: 100 x (rows / 25,000)^(1/3), at least 100 and 2 x limit (measured:
-    own graphs of 24,000 and 74,000 passages need about 100 and 150, the shared graph of
-    1,000,000 about 350; BENCHMARKS.md)."""
+    recall@10 of about 0.96: 100 x (rows / 25,000)^(1/3), at least 100 and 2 x limit. Measured
+    (BENCHMARKS.md, "Search at scale"): an own graph of 20,645 passages gives 0.968 at 100; one
+    of 74,265 gives 0.948 at 100 and 0.981 at 200 (144 here: 0.970); the shared graph of
+    1,000,000 gives 0.958 at 300 and 0.974 at 400 (342 here: 0.964)."""
     growth: float = (max(float(graph_rows), 1.0) / 25_000) ** (1 / 3)
     base = math.ceil(EF_SEARCH_MIN * growth)
     return min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, base, 2 * limit))
