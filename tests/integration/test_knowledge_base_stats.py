@@ -120,22 +120,23 @@ async def test_the_newest_upload_falls_back_when_the_newest_file_goes(app_pool):
         )
 
 
-async def test_an_organization_reads_and_writes_only_its_own_totals(app_pool):
+async def test_an_organization_reads_its_own_totals_and_writes_none(app_pool):
     async with org_connection(app_pool, "org_b") as db:
         kb_b = await PgKnowledgeBaseRepository(db).add(new_kb("org_b"))
         await PgFileRepository(db).add(new_file(kb_b.id, org="org_b", size=5))
         await db.commit()
     async with org_connection(app_pool, "org_a") as db:
         assert await db.fetch("SELECT * FROM knowledge_base_stats") == []
-        updated = await db.execute(
-            "UPDATE knowledge_base_stats SET file_count = 0 WHERE knowledge_base_id = $1", kb_b.id
-        )
-        assert updated == "UPDATE 0"
-        with pytest.raises(asyncpg.InsufficientPrivilegeError):
-            await db.execute(
-                "INSERT INTO knowledge_base_stats (knowledge_base_id, org_id) VALUES ($1, 'org_b')",
-                kb_b.id,
-            )
+    # The totals are the trigger's to write (migration 0016), not even an organization's own.
+    for org, statement in (
+        ("org_a", "UPDATE knowledge_base_stats SET file_count = 0 WHERE knowledge_base_id = $1"),
+        ("org_b", "UPDATE knowledge_base_stats SET file_count = 0 WHERE knowledge_base_id = $1"),
+        ("org_b", "INSERT INTO knowledge_base_stats (knowledge_base_id, org_id) VALUES ($1, 'b')"),
+        ("org_b", "DELETE FROM knowledge_base_stats WHERE knowledge_base_id = $1"),
+    ):
+        async with org_connection(app_pool, org) as db:
+            with pytest.raises(asyncpg.InsufficientPrivilegeError):
+                await db.execute(statement, kb_b.id)
     async with org_connection(app_pool, "org_b") as db:
         summary = await PgKnowledgeBaseRepository(db).get_summary("org_b", kb_b.id)
     assert summary is not None
