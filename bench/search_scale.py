@@ -1147,8 +1147,9 @@ def section(
         lines.append(
             f"- Phase 2: the shared HNSW index dropped (the own ones kept), "
             f"{load2['rows']:,.0f} more passages of 200 other "
-            f"organizations (20,000 each) copied in {load2['copy_s']:.0f} s (other indexes "
-            f"{load2['indexes_s']:.0f} s, VACUUM ANALYZE {load2['vacuum_s']:.0f} s): "
+            f"organizations (20,000 each) copied in {load2['copy_s']:.0f} s (the other indexes, "
+            f"the {own['count']} own ones among them, dropped before and rebuilt after in "
+            f"{load2['indexes_s']:.0f} s; VACUUM ANALYZE {load2['vacuum_s']:.0f} s): "
             f"{sizes2['rows']:,.0f} rows, table {sizes2['heap'] / 2**30:.2f} GiB, indexes "
             f"{sizes2['indexes'] / 2**30:.2f} GiB. The HNSW index over 5,000,000 rows was not "
             "built (about "
