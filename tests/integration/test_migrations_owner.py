@@ -14,6 +14,7 @@ from sqlalchemy import make_url
 from adapters.postgres.database import asyncpg_dsn
 from adapters.postgres.embedded import start_embedded_postgres
 from adapters.postgres.migrations import migrate
+from adapters.postgres.vector_indexes import dedicated_index_name, keep_vector_indexes
 
 
 async def as_owner(url: str, statements: list[tuple[str, tuple[object, ...]]], org: str) -> None:
@@ -146,3 +147,28 @@ async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_ro
     ]
     assert tuple(stats) == (2, 150, 1, 3)
     assert forced is True
+
+    # As that owner, the worker's sweep reads the knowledge base's dimension count in its
+    # organization and builds its own vector index; the totals' trigger, run as the owner
+    # (0016), still follows a file the app role adds.
+    owner = await asyncpg.connect(asyncpg_dsn(owner_url))
+    try:
+        sweep = await keep_vector_indexes(owner, min_passages=3)
+        assert sweep.built == [dedicated_index_name(kb_id, 3)]
+        await owner.execute(f'SET ROLE "{app_role}"')
+        await owner.execute("SELECT set_config('app.org_id', 'org_a', false)")
+        await owner.execute(
+            "INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, "
+            "file_key, content_key, content_type, file_size, processing_status, chunk_count) "
+            "VALUES ('org_a', $1, gen_random_uuid(), 'b.md', 'k', 'c', 'text/markdown', 7, "
+            "'completed', 4)",
+            kb_id,
+        )
+        totals = await owner.fetchrow(
+            "SELECT file_count, total_size, chunk_count FROM knowledge_base_stats "
+            "WHERE knowledge_base_id = $1",
+            kb_id,
+        )
+    finally:
+        await owner.close()
+    assert tuple(totals) == (3, 157, 7)

@@ -53,10 +53,9 @@ CANDIDATES = """
     SELECT org_id, knowledge_base_id, chunk_count FROM knowledge_base_stats
     WHERE chunk_count >= $1 ORDER BY chunk_count DESC, knowledge_base_id"""
 # A knowledge base's dimension count, read in its organization (its table forces row-level
-# security on the owner too).
-DIMENSIONS = """
-    SELECT (SELECT embedding_dimensions FROM knowledge_bases WHERE id = $2)
-    FROM (SELECT set_config('app.org_id', $1, false)) scoped"""
+# security on the owner too): the organization is set by the statement before.
+SCOPED = "SELECT set_config('app.org_id', $1, false)"
+DIMENSIONS = "SELECT embedding_dimensions FROM knowledge_bases WHERE id = $1"
 SHARED_ROWS = "SELECT reltuples::float8 FROM pg_class WHERE oid = to_regclass($1)"
 
 
@@ -155,7 +154,8 @@ async def _plan(
     shared: dict[int, float] = {}
     try:
         for org_id, kb, count in await connection.fetch(CANDIDATES, max(1, min_passages // 2)):
-            dims = await connection.fetchval(DIMENSIONS, org_id, kb)
+            await connection.execute(SCOPED, org_id)
+            dims = await connection.fetchval(DIMENSIONS, kb)
             if dims is None:
                 continue
             name = dedicated_index_name(kb, dims)
@@ -166,7 +166,7 @@ async def _plan(
             if count >= min_passages and not most_of_shared:
                 wanted[name] = (kb, dims)
     finally:
-        await connection.execute("SELECT set_config('app.org_id', '', false)")
+        await connection.execute(SCOPED, "")
     return wanted, kept | set(wanted)
 
 
