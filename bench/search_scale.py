@@ -557,9 +557,10 @@ async def service(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> li
 
 async def scope_rows(db: Any, scope: Any) -> tuple[int, float, list[int]]:
     """(the scope's passages, the shared index's rows, its knowledge bases with an own index)."""
-    from adapters.postgres.chunks import SCOPE_SIZE, index_name
+    from adapters.postgres.chunks import SCOPE_SIZE
+    from adapters.postgres.vector_indexes import shared_index_name
 
-    rows = await db.fetch(SCOPE_SIZE, scope.knowledge_base_ids, DIMS, index_name(DIMS))
+    rows = await db.fetch(SCOPE_SIZE, scope.knowledge_base_ids, DIMS, shared_index_name(DIMS))
     own = [int(r[0]) for r in rows if r[2]]
     return sum(int(r[1]) for r in rows), float(rows[0][3] or 0.0), own
 
@@ -601,25 +602,22 @@ def own_ef(ef: int) -> Runner:
     return run
 
 
-async def before(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
-    """The statement as the service ran it before: the planner's choice, ef_search 40."""
-    from adapters.postgres.chunks import nearest_statement
+def plain(statement: str) -> Runner:
+    """A statement of chunks.py (by name) run as it is: no settings, the planner's choice."""
 
-    rows = await db.fetch(
-        nearest_statement(DIMS), org_id, scope.knowledge_base_ids, MODEL,
-        scope.query_vector, limit,
-    )  # fmt: skip
-    return [r[0] for r in rows]
+    async def run(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
+        from adapters.postgres import chunks
+
+        sql = getattr(chunks, statement)(DIMS)
+        args = (org_id, scope.knowledge_base_ids, MODEL, scope.query_vector, limit)
+        return [r[0] for r in await db.fetch(sql, *args)]
+
+    return run
 
 
-async def exact(db: Any, repo: Any, org_id: str, scope: Any, limit: int) -> list[int]:
-    from adapters.postgres.chunks import exact_statement
-
-    rows = await db.fetch(
-        exact_statement(DIMS), org_id, scope.knowledge_base_ids, MODEL,
-        scope.query_vector, limit,
-    )  # fmt: skip
-    return [r[0] for r in rows]
+# The shared index's statement as the service ran it before: the planner's choice, ef_search 40.
+before = plain("nearest_statement")
+exact = plain("exact_statement")
 
 
 EXPLAIN_FUNCTION = """

@@ -200,3 +200,28 @@ async def test_the_workers_sweep_builds_as_the_owner_and_only_warns_otherwise(
         assert await indexes(owner) == {dedicated_index_name(kb, DIMS): True}
     finally:
         await owner.execute("DROP ROLE ap_not_owner")
+
+
+async def test_a_build_that_fails_is_reported_and_tried_again_by_the_next_sweep(
+    app_pool, owner, database
+):
+    rng = np.random.default_rng(16)
+    kb, _ = await seeded(app_pool, "org_a", 60, rng)
+    await seeded(app_pool, "org_b", 90, rng)
+    await owner.execute("ANALYZE chunks")
+    name = dedicated_index_name(kb, DIMS)
+    # Another session holds a lock the concurrent build must wait for; the sweep gives up.
+    blocker = await asyncpg.connect(asyncpg_dsn(database.url))
+    try:
+        async with blocker.transaction():
+            await blocker.execute("LOCK TABLE chunks IN SHARE UPDATE EXCLUSIVE MODE")
+            await owner.execute("SET lock_timeout = '200ms'")
+            sweep = await keep_vector_indexes(owner, min_passages=50)
+    finally:
+        await owner.execute("RESET lock_timeout")
+        await blocker.close()
+    assert (sweep.built, sweep.failed) == ([], [name])
+    assert name not in {k for k, valid in (await indexes(owner)).items() if valid}
+    again = await keep_vector_indexes(owner, min_passages=50)
+    assert again.built == [name]
+    assert await indexes(owner) == {name: True}

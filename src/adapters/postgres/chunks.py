@@ -116,11 +116,6 @@ async def ensure_chunk_index(db: OrgConnection, dimensions: int) -> None:
         _ensured_dimensions.add(dimensions)
 
 
-def index_name(dimensions: int) -> str:
-    """The dimension count's shared HNSW index (migration 0002's `ap_ensure_chunk_index`)."""
-    return shared_index_name(dimensions)
-
-
 def nearest_statement(dimensions: int) -> str:
     """The vector query on the shared HNSW index for one dimension count (an integer, checked:
     part of the SQL): ordered by the index's own expression, `embedding::vector(N)`; (id,
