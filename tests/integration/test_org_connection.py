@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import asyncpg
+import pytest
 from sqlalchemy import text
 
 from adapters.postgres.database import FairGate, org_connection
@@ -63,6 +65,37 @@ async def test_a_scoped_checkout_goes_back_without_a_reset_and_any_checkout_is_s
         for raw in (first, second):
             assert await raw.fetchval("SELECT current_setting('app.org_id')") == ""
             assert await raw.fetchval("SELECT count(*) FROM knowledge_bases") == 0
+
+
+async def test_a_block_that_failed_goes_back_through_the_full_reset(app_pool, owner_engine):
+    async def terminate_soon(pid: int) -> None:
+        await asyncio.sleep(0.3)
+        async with owner_engine.connect() as connection:
+            await connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+
+    with pytest.raises((asyncpg.AdminShutdownError, asyncpg.ConnectionDoesNotExistError)):
+        async with org_connection(app_pool, "org_a") as db:
+            pid = await db.raw.fetchval("SELECT pg_backend_pid()")
+            # As when the server shuts down: the statement in flight fails, the backend goes.
+            killer = asyncio.create_task(terminate_soon(pid))
+            await db.raw.fetchval("SELECT pg_sleep(10)")
+    await killer
+    # The broken connection was closed on release, not pooled: the next checkouts work.
+    async with (
+        org_connection(app_pool, "org_a") as first,
+        org_connection(app_pool, "org_a") as second,
+    ):
+        for db in (first, second):
+            assert await db.raw.fetchval("SELECT pg_backend_pid()") != pid
+    with pytest.raises(ValueError):
+        async with org_connection(app_pool, "org_a") as db:
+            pid = await db.raw.fetchval("SELECT pg_backend_pid()")
+            raise ValueError("a failed block")
+    async with owner_engine.connect() as connection:
+        last = await connection.scalar(
+            text("SELECT query FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+        )
+    assert "RESET ALL" in last  # asyncpg's reset query ran on the release
 
 
 async def test_any_other_checkout_is_reset_in_full_on_release(app_pool):

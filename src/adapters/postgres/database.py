@@ -278,14 +278,19 @@ async def org_connection(
         if isinstance(error, CONNECTION_ERRORS):
             raise DatabaseUnavailable(type(error).__name__) from error
         raise
+    clean = False
     try:
         scoped = OrgConnection(connection, scope.removed_at)
         try:
             yield scoped
         finally:
             await scoped.rollback()
+        clean = True
     finally:
-        released = _scoped_release.set(True)
+        # Only a block that ended without an error skips the reset: after one, the connection
+        # may be half-dead (a server shutting down answers a statement, then closes), and
+        # asyncpg's full reset is what finds that out and closes it instead of pooling it.
+        released = _scoped_release.set(clean)
         try:
             await pool.release(connection)
         except Exception:
