@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
+from datetime import UTC, datetime
 from typing import Any
 
 import msgspec
@@ -48,6 +49,43 @@ def _dumps(event: dict[str, Any], **_: Any) -> str:
         return json.dumps(event, default=_fallback)
 
 
+class AccessLog:
+    """The access log: one line per request (`RequestContextMiddleware`).
+
+    In JSON at level info or below (as deployed), the line is encoded here with the keys
+    structlog's pipeline gives it (the fields, then `event`, `request_id`, the one context
+    variable the service binds, `level` and `timestamp` as `TimeStamper` writes it) and written
+    through structlog's own writer, under its lock: the pipeline's processors (a copy and a scan
+    of every context variable among them) cost 20 µs a request, three times the line itself.
+    Otherwise (a terminal, a higher level, logging not configured) the line goes through
+    structlog like any other.
+    """
+
+    def __init__(self) -> None:
+        self._logger = structlog.get_logger("agent_platform.access")
+        self._writer: structlog.WriteLogger | None = None
+
+    def direct(self, writer: structlog.WriteLogger | None) -> None:
+        """Write JSON lines straight to `writer`; None sends them through structlog (as
+        configured now: the logger is taken anew, structlog caches it at its first use)."""
+        self._writer = writer
+        self._logger = structlog.get_logger("agent_platform.access")
+
+    def request(self, request_id: str, fields: dict[str, Any]) -> None:
+        writer = self._writer
+        if writer is None:
+            self._logger.info("request", **fields)
+            return
+        fields["event"] = "request"
+        fields["request_id"] = request_id
+        fields["level"] = "info"
+        fields["timestamp"] = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
+        writer.msg(_dumps(fields))
+
+
+access_log = AccessLog()
+
+
 def configure_logging(log_format: str = "console", level: str = "info") -> None:
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer(serializer=_dumps)
@@ -65,12 +103,15 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
         structlog.processors.add_log_level,
         structlog.processors.TimeStamper(fmt="iso", utc=True),
     ]
+    stderr = _CurrentStderr()
     structlog.configure(
         processors=[*shared, structlog.processors.format_exc_info, renderer],
         wrapper_class=structlog.make_filtering_bound_logger(_LEVELS[level]),
-        logger_factory=structlog.WriteLoggerFactory(_CurrentStderr()),  # type: ignore[arg-type]
+        logger_factory=structlog.WriteLoggerFactory(stderr),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
+    direct = log_format == "json" and _LEVELS[level] <= logging.INFO
+    access_log.direct(structlog.WriteLogger(stderr) if direct else None)  # type: ignore[arg-type]
     # Libraries that log through the standard library (uvicorn, alembic) share the format.
     handler = logging.StreamHandler(_CurrentStderr())
     handler.setFormatter(

@@ -77,6 +77,29 @@ async def test_bad_credentials_get_401_and_change_nothing(client, idp, owner_eng
         assert await connection.scalar(text("SELECT count(*) FROM memberships")) == 0
 
 
+async def test_two_authorization_headers_are_refused_even_when_both_are_valid(client, alice):
+    token = alice.headers["Authorization"]
+    response = await client.get(
+        "/kb/manage", headers=[("Authorization", token), ("authorization", token)]
+    )
+    assert (response.status_code, response.json()) == (401, UNAUTHORIZED)
+    lower = await client.get("/kb/manage", headers={"authorization": token.lower()[:7] + token[7:]})
+    assert lower.status_code == 200
+
+
+async def test_public_paths_and_preflights_need_no_token(client):
+    for path in ("/health", "/health/live", "/schema/openapi.json", "/.well-known/jwks.json"):
+        response = await client.get(path)
+        assert response.status_code == 200, path
+    assets = await client.get("/schema/assets/swagger-ui.css")  # a mount: its raw path is read
+    assert assets.status_code == 200
+    # A preflight is not a request for data: it passes to the router without a token.
+    preflight = await client.options("/kb/manage")
+    assert preflight.status_code != 401
+    # A public prefix inside a protected path opens nothing.
+    assert (await client.get("/kb/manage?next=/health")).status_code == 401
+
+
 async def test_a_token_without_organization_is_403(client, idp):
     token = idp.issue(user_id="user_1", org_id=None)
     response = await client.get("/kb/manage", headers={"Authorization": f"Bearer {token}"})

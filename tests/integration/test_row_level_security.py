@@ -38,6 +38,30 @@ async def test_the_app_role_owns_nothing_and_cannot_bypass_rls(app_pool):
     assert tuple(row) == ("agent_platform_app", False, False, 0)
 
 
+async def test_the_app_roles_policies_are_the_organization_check_alone(app_pool):
+    # The owner's way through is a policy of its own (migration 0017): a sub-query in a policy
+    # that applies to everyone would be planned into every statement the app role runs.
+    async with org_connection(app_pool, "org_a") as db:
+        applied = await db.fetch(
+            "SELECT tablename, policyname, qual, with_check FROM pg_policies "
+            "WHERE schemaname = current_schema() AND ('public' = ANY(roles) "
+            "OR current_user = ANY(roles))"
+        )
+        plan = "\n".join(
+            r[0]
+            for r in await db.fetch(
+                "EXPLAIN SELECT kb.name, st.file_count FROM knowledge_bases kb "
+                "LEFT JOIN knowledge_base_stats st ON st.knowledge_base_id = kb.id "
+                "LEFT JOIN knowledge_base_files f ON f.knowledge_base_id = kb.id"
+            )
+        )
+    check = "((org_id)::text = current_setting('app.org_id'::text, true))"
+    assert len(applied) >= 25
+    for table, policy, qual, with_check in applied:
+        assert (policy, qual, with_check) == ("org_isolation", check, check), table
+    assert "InitPlan" not in plan and "pg_class" not in plan, plan
+
+
 async def test_a_query_without_the_organization_set_returns_no_rows(owner_engine, app_pool):
     await seed(owner_engine)
     async with org_connection(app_pool, None) as db:

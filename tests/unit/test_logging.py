@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 import uuid
 from datetime import UTC, datetime
 
+import pytest
 import structlog
 
-from entrypoints.logging import _dumps
+from entrypoints.logging import _dumps, access_log, configure_logging
 
 render = structlog.processors.JSONRenderer(serializer=_dumps)
 
@@ -34,3 +37,49 @@ def test_json_lines_hold_any_value_and_never_raise():
     assert parsed["id"] == "00000000-0000-0000-0000-000000000007"
     assert parsed["odd"].startswith("<object object")
     assert parsed["keys"]["1"] == "one"
+
+
+@pytest.fixture
+def json_logging():
+    config = structlog.get_config()
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    configure_logging("json", "info")
+    yield
+    access_log.direct(None)
+    structlog.configure(**config)
+    root.handlers, root.level = handlers, level
+
+
+def test_the_access_line_is_the_line_structlog_writes(json_logging, capsys):
+    fields = {
+        "method": "GET",
+        "route": "/kb/manage",
+        "status": 200,
+        "duration_ms": 1.25,
+        "org_id": "org_a",
+        "user_id": None,
+    }
+    structlog.contextvars.bind_contextvars(request_id="r1")
+    try:
+        access_log.request("r1", dict(fields))  # written directly
+        access_log.direct(None)
+        access_log.request("r1", dict(fields))  # through structlog's processors
+    finally:
+        structlog.contextvars.unbind_contextvars("request_id")
+    direct, piped = (json.loads(line) for line in capsys.readouterr().err.splitlines())
+    stamp = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z$")
+    assert stamp.match(direct.pop("timestamp")) and stamp.match(piped.pop("timestamp"))
+    assert list(direct.items()) == list(piped.items())
+    assert direct == {**fields, "event": "request", "request_id": "r1", "level": "info"}
+
+
+def test_above_info_the_access_line_is_left_out(capsys):
+    config = structlog.get_config()
+    try:
+        configure_logging("json", "warning")
+        access_log.request("r1", {"status": 200})
+    finally:
+        access_log.direct(None)
+        structlog.configure(**config)
+    assert capsys.readouterr().err == ""

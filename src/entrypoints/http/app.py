@@ -108,7 +108,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
     app = Litestar(
         route_handlers=handlers,
         middleware=[
-            DefineMiddleware(BearerAuthenticationMiddleware, exclude=list(PUBLIC_PATHS)),
+            DefineMiddleware(BearerAuthenticationMiddleware, exclude=PUBLIC_PATHS),
             RequestScopeMiddleware,
         ],
         exception_handlers=EXCEPTION_HANDLERS,

@@ -8,12 +8,10 @@ import json
 import os
 import re
 import time
-from typing import Any
+from collections.abc import Sequence
 
 import structlog
-from litestar.connection import ASGIConnection
 from litestar.enums import ScopeType
-from litestar.middleware import AbstractAuthenticationMiddleware, AuthenticationResult
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 
 from adapters.identity.jwks import MAX_TOKEN_LENGTH
@@ -21,6 +19,7 @@ from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
 from entrypoints.http.metrics import HttpMetrics
+from entrypoints.logging import access_log
 
 REQUEST_ID_HEADER = b"x-request-id"
 _CLIENT_ID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")
@@ -38,7 +37,7 @@ PUBLIC_PATHS = (
 # reaches the app (entrypoints.http_server), this holds under any other server.
 MAX_HEADER_BYTES = 64 * 1024
 HEADERS_TOO_LARGE = "Request Header Fields Too Large"
-access_log = structlog.get_logger("agent_platform.access")
+_AUTHENTICATED_SCOPES = frozenset({ScopeType.HTTP, ScopeType.WEBSOCKET})
 
 
 class _RequestIds:
@@ -129,14 +128,16 @@ class RequestContextMiddleware:
                     seconds=(answered or time.perf_counter()) - started,
                 )
             user = scope.get("user")
-            access_log.info(
-                "request",
-                method=scope.get("method"),
-                route=scope.get("path_template") or scope.get("path"),
-                status=status,
-                duration_ms=round((time.perf_counter() - started) * 1000, 2),
-                org_id=getattr(user, "org_id", None),
-                user_id=getattr(user, "user_id", None),
+            access_log.request(
+                request_id,
+                {
+                    "method": scope.get("method"),
+                    "route": scope.get("path_template") or scope.get("path"),
+                    "status": status,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
+                    "org_id": getattr(user, "org_id", None),
+                    "user_id": getattr(user, "user_id", None),
+                },
             )
             structlog.contextvars.unbind_contextvars("request_id")
 
@@ -156,28 +157,46 @@ async def _refuse(send: Send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body, "more_body": False})
 
 
-class BearerAuthenticationMiddleware(AbstractAuthenticationMiddleware):
-    """Every route but the public ones needs `Authorization: Bearer <JWT>`; the verified
-    identity becomes `request.user`. A token longer than `MAX_TOKEN_LENGTH` (16 KiB), or a
-    request with two Authorization headers, is refused (401) before any verifier reads it."""
+class BearerAuthenticationMiddleware:
+    """Every route but the public ones (`exclude`, patterns on the path) needs
+    `Authorization: Bearer <JWT>`; the verified identity becomes `request.user`. A token longer
+    than `MAX_TOKEN_LENGTH` (16 KiB), or a request with two Authorization headers, is refused
+    (401) before any verifier reads it. CORS preflights (OPTIONS) pass, as with Litestar's
+    authentication middleware, whose rules this keeps while reading the header straight from
+    the ASGI scope: its connection and header objects cost more than the check itself."""
 
-    _verifier: TokenVerifier | None = None
+    def __init__(self, app: ASGIApp, exclude: Sequence[str] = PUBLIC_PATHS) -> None:
+        self.app = app
+        self._public = re.compile("|".join(exclude))
+        self._verifier: TokenVerifier | None = None
 
-    async def authenticate_request(
-        self, connection: ASGIConnection[Any, Any, Any, Any]
-    ) -> AuthenticationResult:
-        headers = connection.headers.getall("authorization", [])
-        if len(headers) != 1:  # none, or two that could name two people
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] in _AUTHENTICATED_SCOPES and scope.get("method") != "OPTIONS":
+            route_handler = scope.get("route_handler")
+            path = (
+                scope["raw_path"].decode()
+                if getattr(route_handler, "is_mount", False)
+                else scope["path"]
+            )
+            if not self._public.search(path):
+                identity, token = await self._authenticate(scope)
+                scope["user"] = identity
+                scope["auth"] = token
+        await self.app(scope, receive, send)
+
+    async def _authenticate(self, scope: Scope) -> tuple[Identity, str]:
+        values = [value for name, value in scope["headers"] if name.lower() == b"authorization"]
+        if len(values) != 1:  # none, or two that could name two people
             raise Unauthenticated("Unauthorized")
-        scheme, _, token = headers[0].partition(" ")
+        scheme, _, token = values[0].decode("latin-1").partition(" ")
         if scheme.lower() != "bearer" or not token.strip() or len(token) > MAX_TOKEN_LENGTH:
             raise Unauthenticated("Unauthorized")
         verifier = self._verifier
         if verifier is None:  # an app-scoped dependency: resolved once for the app's life
-            container = connection.app.state.dishka_container
+            container = scope["app"].state.dishka_container
             verifier = self._verifier = await container.get(TokenVerifier)
-        identity: Identity = await verifier.verify(token.strip())
-        return AuthenticationResult(user=identity, auth=token)
+        token = token.strip()
+        return await verifier.verify(token), token
 
 
 class RequestScopeMiddleware:
