@@ -308,7 +308,14 @@ def body_error(struct: type[msgspec.Struct], failures: dict[str, tuple[Kind, str
 def param_error(name: str, raw: str | None, route: str = "") -> Invalid | None:
     """The table's error for query or path parameter `name` of the route handled by `route`
     (`raw` None: absent and required); None when it is valid or the table has no rule."""
-    rule = ROUTE_PARAM_RULES.get((route, name)) or PARAM_RULES.get(name)
+    return _param_error(name, raw, _param_rule(name, route))
+
+
+def _param_rule(name: str, route: str) -> ParamRule | None:
+    return ROUTE_PARAM_RULES.get((route, name)) or PARAM_RULES.get(name)
+
+
+def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid | None:
     if rule is None:
         return None
     if raw is None or not rule.valid(raw):
@@ -320,7 +327,8 @@ def param_error(name: str, raw: str | None, route: str = "") -> Invalid | None:
 class _Edge:
     route: str
     body: type[msgspec.Struct] | None
-    params: tuple[tuple[str, str, bool], ...]  # (wire name, "query" | "path", required)
+    # (wire name, "query" | "path", required, the table's rule)
+    params: tuple[tuple[str, str, bool, ParamRule | None], ...]
 
 
 def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
@@ -334,18 +342,20 @@ def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
 @cache
 def _edge(handler: Any) -> _Edge:
     body: type[msgspec.Struct] | None = None
-    params: list[tuple[str, str, bool]] = []
+    params: list[tuple[str, str, bool, ParamRule | None]] = []
     path_names = _path_params(handler)
+    route = handler.handler_name
     for name, definition in handler.parsed_fn_signature.parameters.items():
         kwarg = definition.kwarg_definition
         if name == "data" or isinstance(kwarg, BodyKwarg):
             body = _struct_of(definition.annotation)
         elif name in path_names:
-            params.append((name, "path", True))
+            params.append((name, "path", True, _param_rule(name, route)))
         elif isinstance(kwarg, ParameterKwarg) and kwarg.param_type is ParamType.QUERY:
             required = not definition.has_default and not definition.is_optional
-            params.append((kwarg.name or name, "query", required))
-    return _Edge(handler.handler_name, body, tuple(params))
+            wire = kwarg.name or name
+            params.append((wire, "query", required, _param_rule(wire, route)))
+    return _Edge(route, body, tuple(params))
 
 
 def _path_params(handler: Any) -> set[str]:
@@ -365,34 +375,40 @@ def _is_json(content_type: str) -> bool:
     return charset is None or charset.group(1).lower() in ("utf-8", "utf8")
 
 
-def _single(request: Request[Any, Any, Any], name: str, route: str) -> None:
-    """A parameter given twice is refused: which of the two the handler would act on is
-    nobody's guess."""
-    if len(request.query_params.getall(name, [])) > 1:
-        known = param_error(name, None, route)
-        raise known or Invalid(f"{name} may be given once", [field_error(name, "repeated")])
+def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
+    """The first value of header `name` (lower case), read from the ASGI scope: Litestar's
+    header object would parse every header of the request for it."""
+    for key, value in request.scope["headers"]:
+        if key.lower() == name:
+            return value.decode("latin-1")
+    return None
 
 
 async def check_request(request: Request[Any, Any, Any]) -> None:
     """Litestar `before_request` hook: refuse what the route's declared types refuse, with the
-    table's messages, before Litestar converts anything."""
+    table's messages, before Litestar converts anything. A query parameter given twice is
+    refused: which of the two the handler would act on is nobody's guess."""
     edge = _edge(request.route_handler)
-    for name, source, required in edge.params:
-        values = request.path_params if source == "path" else request.query_params
+    for name, source, required, rule in edge.params:
         if source == "query":
-            _single(request, name, edge.route)
-        raw = values.get(name)
+            given = request.query_params.getall(name, ())
+            if len(given) > 1:
+                known = _param_error(name, None, rule)
+                raise known or Invalid(f"{name} may be given once", [field_error(name, "repeated")])
+            raw = given[0] if given else None
+        else:
+            raw = request.path_params.get(name)
         if raw is None and not required:
             continue
-        error = param_error(name, None if raw is None else str(raw), edge.route)
+        error = _param_error(name, None if raw is None else str(raw), rule)
         if error is not None:
             raise error
-    encoding = request.headers.get("content-encoding", "identity").strip().lower()
-    if encoding != "identity":
+    encoding = _header(request, b"content-encoding")
+    if encoding is not None and encoding.strip().lower() != "identity":
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     if edge.body is None:
         return
-    if not _is_json(request.headers.get("content-type", "")):
+    if not _is_json(_header(request, b"content-type") or ""):
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     body = await request.body()
     failures = decode_failures(edge.body, body)
