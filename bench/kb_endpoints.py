@@ -535,13 +535,16 @@ def section(
         "member record (cached), an organization-scoped connection from a fair gate in front "
         "of a pool of 20 (app role, session-level `set_config('app.org_id')` on checkout, "
         "row-level security), an access-log line and the metrics middleware. Per request it "
-        "sends the scope and the SELECT(s): 3 statements for files (knowledge-base lookup, "
-        "then the listing or page), 2 for manage (totals read from `knowledge_base_stats`); "
-        "reads run without a transaction.",
+        "sends the scope (with the member's removal check) and the SELECT(s): 3 statements "
+        "for files (knowledge-base lookup, then the listing or page), 2 for manage (totals "
+        "read from `knowledge_base_stats`); reads run without a transaction, and the "
+        "connection goes back to the pool without a reset.",
         "- bare: `bench/bare_app.py` (one uvicorn worker): Litestar handler, one asyncpg pool as "
         "the superuser, the same SELECTs with `org_id` in the WHERE clause (files: the "
-        "knowledge-base lookup, then the listing or page: 2 statements; manage: 1), msgspec "
-        "encoding; no transaction, no auth, no DI, no log.",
+        "knowledge-base lookup, then the listing or page; manage: one), then asyncpg's reset "
+        "as the connection goes back to the pool: 3 statements for files, 2 for manage, as "
+        "the service; msgspec encoding; no transaction, no row-level security, no auth, no "
+        "DI, no log.",
         "",
         *[row.replace("{connections}", str(args.connections)) for row in table(loaded, alone)],
         "",

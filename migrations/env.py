@@ -129,7 +129,12 @@ def _run(connection: Connection) -> None:
 
 
 def _url() -> str:
-    url = context.config.attributes.get("url") or context.config.get_main_option("sqlalchemy.url")
+    config = context.config
+    url = config.attributes.get("url")
+    # The `alembic` command reads its settings from pyproject.toml: there is no .ini section
+    # to hold `sqlalchemy.url` unless one is given with -c.
+    if not url and config.file_config.has_section(config.config_ini_section):
+        url = config.get_main_option("sqlalchemy.url")
     if url:
         return str(url)
     from entrypoints.config import Settings

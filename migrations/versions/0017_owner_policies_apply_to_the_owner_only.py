@@ -13,10 +13,11 @@ Each such policy becomes two permissive policies: `org_isolation`, the organizat
 everyone, and `owner_access ... TO <owner> USING (true) WITH CHECK (true)` (for `knowledge_bases`,
 `inbound_email_lookup ... FOR SELECT TO <owner>`), which Postgres leaves out of the plans of any
 role that has not the owner's privileges. Who sees what is unchanged: the app role is not a member
-of the owner (the owner is a member of the app role, migration 0001). The policy names its role
-when it is created; after `ALTER TABLE ... OWNER TO` another role, run this migration's
-`downgrade` and `upgrade` again (as before, the sub-query also matched a same-named table in
-another schema, and failed when there was one).
+of the owner (the owner is a member of the app role, migration 0001). Unlike the sub-query, which
+followed the owner but looked the table up by name in every schema (and failed on a same-named
+table elsewhere), a policy names its role when it is made: after `ALTER TABLE ... OWNER TO`
+another role, run this migration's `downgrade` and `upgrade` again (README, "An external
+PostgreSQL").
 
 Revision ID: 0017
 Revises: 0016

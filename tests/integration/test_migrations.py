@@ -3,6 +3,11 @@ secured. That the models describe the migrated schema: see test_schema_models.py
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 from sqlalchemy import text
 
 from adapters.postgres.embedded import start_embedded_postgres
@@ -55,3 +60,19 @@ async def test_every_tenant_table_has_org_id_and_forced_row_level_security(owner
     assert rows
     for name, rls, forced, has_org in rows:
         assert rls and forced and has_org, name
+
+
+def test_the_alembic_command_reads_its_settings_from_pyproject(database):
+    # README, "Adding a migration": the `alembic` command itself, run from the repository.
+    root = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "alembic"), "current"],
+        cwd=root,
+        env={**os.environ, "AP_DATABASE_URL": database.url},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(head)" in done.stdout

@@ -155,7 +155,19 @@ async def test_a_non_superuser_owner_migrates_and_the_roll_ups_count_existing_ro
     try:
         sweep = await keep_vector_indexes(owner, min_passages=3)
         assert sweep.built == [dedicated_index_name(kb_id, 3)]
+        # With no organization set, the owner still reads across organizations through its
+        # own policies (0017), and the app role reads nothing.
+        await owner.execute("SELECT set_config('app.org_id', '', false)")
+        seen_by_owner = await owner.fetchrow(
+            "SELECT (SELECT count(*) FROM knowledge_bases), "
+            "(SELECT count(*) FROM knowledge_base_files), (SELECT count(*) FROM chunks)"
+        )
         await owner.execute(f'SET ROLE "{app_role}"')
+        seen_by_app = await owner.fetchrow(
+            "SELECT (SELECT count(*) FROM knowledge_bases), "
+            "(SELECT count(*) FROM knowledge_base_files)"
+        )
+        assert (tuple(seen_by_owner), tuple(seen_by_app)) == ((1, 2, 0), (0, 0))
         await owner.execute("SELECT set_config('app.org_id', 'org_a', false)")
         await owner.execute(
             "INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, "
