@@ -42,6 +42,7 @@ test: lint $(NODE_STAMP)
 # wrk). Each writes its own section of BENCHMARKS.md, pass or fail, so a miss does not stop the rest.
 bench: $(STAMP)
 	-$(BIN)/python bench/kb_endpoints.py
+	-$(BIN)/python bench/kb_profile.py
 	-$(BIN)/python bench/ingestion.py
 	-$(BIN)/python bench/search.py
 	-$(BIN)/python bench/search_scale.py
