@@ -270,7 +270,7 @@ async def org_connection(
         scope = _Scope(org_id or "", member, synchronous_commit)
         token = _checkout.set(scope)
         try:
-            connection = await pool.acquire()
+            connection = await _acquire(pool)
         finally:
             _checkout.reset(token)
     except BaseException as error:
@@ -299,6 +299,22 @@ async def org_connection(
         finally:
             _scoped_release.reset(released)
             await admission.__aexit__(None, None, None)
+
+
+async def _acquire(pool: asyncpg.Pool) -> Any:
+    """A connection from the pool, scoped by its `setup`. The scope statement fails with
+    `InternalClientError` ("another operation is in progress") on a pooled connection that the
+    server ended while it was idle (a shutdown, `pg_terminate_backend`) when the end's error
+    has reached asyncpg and the socket's close has not: the pool closes that connection, and
+    one more checkout opens a new one, or finds the database gone (`DatabaseUnavailable`)."""
+    try:
+        return await pool.acquire()
+    except asyncpg.exceptions.InternalClientError:
+        pass
+    try:
+        return await pool.acquire()
+    except asyncpg.exceptions.InternalClientError as error:
+        raise DatabaseUnavailable(type(error).__name__) from error
 
 
 class _NoGate:
