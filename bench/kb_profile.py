@@ -81,18 +81,25 @@ async def _call(app: Asgi, scope: dict[str, Any]) -> tuple[int, bytes]:
 
 
 async def _cpu_per_request(app: Asgi, scope: dict[str, Any], count: int) -> float:
+    """CPU time per request over `count` requests, every one of which must answer 200."""
+    failed = 0
+
+    async def send(message: dict[str, Any]) -> None:
+        nonlocal failed
+        if message["type"] == "http.response.start" and message["status"] != 200:
+            failed += 1
+
     started = time.process_time()
     for _ in range(count):
-        await app(dict(scope, headers=list(scope["headers"])), _receive, _send)
-    return (time.process_time() - started) / count * 1e6
+        await app(dict(scope, headers=list(scope["headers"])), _receive, send)
+    cpu = (time.process_time() - started) / count * 1e6
+    if failed:
+        raise kb.BenchError(f"{failed} of {count} requests to {scope['path']} did not answer 200")
+    return cpu
 
 
 async def _receive() -> dict[str, Any]:
     return {"type": "http.request", "body": b"", "more_body": False}
-
-
-async def _send(message: dict[str, Any]) -> None:
-    return None
 
 
 async def measure(
