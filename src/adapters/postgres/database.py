@@ -102,6 +102,30 @@ CONNECTION_ERRORS: tuple[type[Exception], ...] = (
 )
 
 
+class ConnectionEnded(DatabaseUnavailable):
+    """The pooled connection a checkout was about to hand out had been ended by the server
+    while it was idle (a shutdown, `pg_terminate_backend`): the end's error had reached asyncpg
+    and the socket's close had not, so the scope statement found it mid-error
+    (`InternalClientError`, "another operation is in progress"). The pool closes it."""
+
+
+async def scope_checkout(connection: Any, scope: _Scope | None, server_commit: str) -> None:
+    """The pool's `setup`: scope a checkout to `scope`'s organization (none without one), with
+    its settings, and read the member's removal time when it names a member."""
+    try:
+        if scope is None:
+            await connection.execute(SCOPE, "", server_commit)
+            return
+        commit = server_commit if scope.synchronous_commit else "off"
+        if scope.member is not None and scope.org_id:
+            row = await connection.fetchrow(SCOPE_MEMBER, scope.org_id, commit, scope.member)
+            scope.removed_at = row[3] if row is not None else None
+        else:
+            await connection.execute(SCOPE, scope.org_id, commit)
+    except asyncpg.exceptions.InternalClientError as error:
+        raise ConnectionEnded(type(error).__name__) from error
+
+
 async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.Pool:
     """A pool of `size` connections, each switched to `app_role` and decoding JSON with
     msgspec; `app_role=None` keeps the login role (tests that inspect as the owner). Every
@@ -127,16 +151,7 @@ async def create_pool(url: str, *, app_role: str | None, size: int) -> asyncpg.P
             )
 
     async def setup(connection: Any) -> None:
-        scope = _checkout.get()
-        if scope is None:
-            await connection.execute(SCOPE, "", server_default["synchronous_commit"])
-            return
-        commit = server_default["synchronous_commit"] if scope.synchronous_commit else "off"
-        if scope.member is not None and scope.org_id:
-            row = await connection.fetchrow(SCOPE_MEMBER, scope.org_id, commit, scope.member)
-            scope.removed_at = row[3] if row is not None else None
-        else:
-            await connection.execute(SCOPE, scope.org_id, commit)
+        await scope_checkout(connection, _checkout.get(), server_default["synchronous_commit"])
 
     async def reset(connection: asyncpg.Connection) -> None:
         # asyncpg has rolled back anything left open and dropped the listener callbacks.
@@ -302,19 +317,12 @@ async def org_connection(
 
 
 async def _acquire(pool: asyncpg.Pool) -> Any:
-    """A connection from the pool, scoped by its `setup`. The scope statement fails with
-    `InternalClientError` ("another operation is in progress") on a pooled connection that the
-    server ended while it was idle (a shutdown, `pg_terminate_backend`) when the end's error
-    has reached asyncpg and the socket's close has not: the pool closes that connection, and
-    one more checkout opens a new one, or finds the database gone (`DatabaseUnavailable`)."""
+    """A connection from the pool; one more checkout when the first finds its connection ended
+    (`ConnectionEnded`): the next opens a new one, or finds the database gone."""
     try:
         return await pool.acquire()
-    except asyncpg.exceptions.InternalClientError:
-        pass
-    try:
+    except ConnectionEnded:
         return await pool.acquire()
-    except asyncpg.exceptions.InternalClientError as error:
-        raise DatabaseUnavailable(type(error).__name__) from error
 
 
 class _NoGate:
