@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from datetime import UTC, datetime
+import time
 from typing import Any
 
 import msgspec
@@ -49,6 +49,50 @@ def _dumps(event: dict[str, Any], **_: Any) -> str:
         return json.dumps(event, default=_fallback)
 
 
+class _AccessLine(msgspec.Struct):
+    """The access line's keys in the order structlog's pipeline gives them (see `AccessLog`)."""
+
+    method: str | None
+    route: str | None
+    status: int
+    duration_ms: float
+    org_id: str | None
+    user_id: str | None
+    event: str
+    request_id: str
+    level: str
+    timestamp: str
+
+
+_line_encoder = msgspec.json.Encoder()
+
+
+class _UtcStamp:
+    """`TimeStamper(fmt="iso", utc=True)`'s text for now (`2026-11-24T05:00:00.123456Z`, no
+    fraction on a whole second, as `datetime.isoformat` writes it), with the part down to the
+    second formatted once per second: `datetime.now(UTC).isoformat()` took a fifth of the
+    access line's cost."""
+
+    def __init__(self) -> None:
+        self._second: tuple[int, str] = (-1, "")
+
+    def __call__(self, ns: int | None = None) -> str:
+        second, rest = divmod(time.time_ns() if ns is None else ns, 1_000_000_000)
+        cached = self._second
+        if cached[0] != second:
+            # One tuple, replaced whole: a thread reading it never pairs a second's number
+            # with another second's text.
+            cached = self._second = (
+                second,
+                time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(second)),
+            )
+        micro = rest // 1000
+        return f"{cached[1]}.{micro:06d}Z" if micro else f"{cached[1]}Z"
+
+
+utc_stamp = _UtcStamp()
+
+
 class AccessLog:
     """The access log: one line per request (`RequestContextMiddleware`).
 
@@ -71,16 +115,41 @@ class AccessLog:
         self._writer = writer
         self._logger = structlog.get_logger("agent_platform.access")
 
-    def request(self, request_id: str, fields: dict[str, Any]) -> None:
+    def request(
+        self,
+        request_id: str,
+        method: str | None,
+        route: str | None,
+        status: int,
+        duration_ms: float,
+        org_id: str | None,
+        user_id: str | None,
+    ) -> None:
         writer = self._writer
         if writer is None:
-            self._logger.info("request", **fields)
+            self._logger.info(
+                "request",
+                method=method,
+                route=route,
+                status=status,
+                duration_ms=duration_ms,
+                org_id=org_id,
+                user_id=user_id,
+            )
             return
-        fields["event"] = "request"
-        fields["request_id"] = request_id
-        fields["level"] = "info"
-        fields["timestamp"] = datetime.now(tz=UTC).isoformat().replace("+00:00", "Z")
-        writer.msg(_dumps(fields))
+        line = _AccessLine(
+            method,
+            route,
+            status,
+            duration_ms,
+            org_id,
+            user_id,
+            "request",
+            request_id,
+            "info",
+            utc_stamp(),
+        )
+        writer.msg(_line_encoder.encode(line).decode())
 
 
 access_log = AccessLog()

@@ -316,3 +316,52 @@ def test_requests_with_unknown_methods_share_one_label_set():
     assert (
         value(found, "ap_http_requests_total", route="/kb/files", method="GET", status="200") == 1
     )
+
+
+def test_request_counts_and_latencies_read_as_prometheus_clients_own_would():
+    """The plain counts behind the request metrics expose what prometheus_client's Counter and
+    Histogram give for the same requests (their `_created` series aside)."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from entrypoints.http.metrics import _LATENCY_BUCKETS
+
+    registry = CollectorRegistry()
+    counter = Counter("ap_http_requests", "c", ("route", "method", "status"), registry=registry)
+    histogram = Histogram(
+        "ap_http_request_duration_seconds",
+        "h",
+        ("route", "method"),
+        buckets=_LATENCY_BUCKETS,
+        registry=registry,
+    )
+    metrics = HttpMetrics()
+    answers = [
+        ("/kb/files", "GET", 200, 0.004),
+        ("/kb/files", "GET", 200, 0.005),  # on a bound: counted in that bucket
+        ("/kb/files", "GET", 404, 0.3),
+        ("/kb/manage", "POST", 201, 31.0),  # above every bound
+        (None, "GET", 404, 0.0001),
+        ("/kb/files", "BREW", 200, 0.02),
+    ]
+    for route, method, status, seconds in answers:
+        metrics.observe(route=route, method=method, status=status, seconds=seconds)
+        labels = (route or "unmatched", method if method != "BREW" else "OTHER")
+        counter.labels(*labels, str(status)).inc()
+        histogram.labels(*labels).observe(seconds)
+    expected = {
+        key: sample
+        for key, sample in samples(generate_latest(registry).decode()).items()
+        if not key[0].endswith("_created")
+    }
+    found = samples(metrics.render(None).decode())
+    assert {key: found[key] for key in expected} == expected
+    assert (
+        value(
+            found,
+            "ap_http_request_duration_seconds_bucket",
+            route="/kb/files",
+            method="GET",
+            le="0.005",
+        )
+        == 2
+    )

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 import structlog
 
-from entrypoints.logging import _dumps, access_log, configure_logging
+from entrypoints.logging import _dumps, access_log, configure_logging, utc_stamp
 
 render = structlog.processors.JSONRenderer(serializer=_dumps)
 
@@ -62,9 +62,9 @@ def test_the_access_line_is_the_line_structlog_writes(json_logging, capsys):
     }
     structlog.contextvars.bind_contextvars(request_id="r1")
     try:
-        access_log.request("r1", dict(fields))  # written directly
+        access_log.request("r1", *fields.values())  # written directly
         access_log.direct(None)
-        access_log.request("r1", dict(fields))  # through structlog's processors
+        access_log.request("r1", *fields.values())  # through structlog's processors
     finally:
         structlog.contextvars.unbind_contextvars("request_id")
     direct, piped = (json.loads(line) for line in capsys.readouterr().err.splitlines())
@@ -78,8 +78,26 @@ def test_above_info_the_access_line_is_left_out(capsys):
     config = structlog.get_config()
     try:
         configure_logging("json", "warning")
-        access_log.request("r1", {"status": 200})
+        access_log.request("r1", "GET", "/kb/manage", 200, 1.0, "org_a", "u1")
     finally:
         access_log.direct(None)
         structlog.configure(**config)
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "ns",
+    [
+        1_795_500_000_000_000_000,  # a whole second: no fraction, as isoformat writes it
+        1_795_500_000_000_001_000,
+        1_795_500_000_123_456_789,  # nanoseconds are dropped, not rounded up
+        1_795_500_059_999_999_000,
+        1_795_500_060_000_000_000,  # the next second's text, not the cached one's
+        946_684_799_999_999_000,
+    ],
+)
+def test_the_access_lines_stamp_is_the_one_structlogs_timestamper_writes(ns):
+    second, rest = divmod(ns, 1_000_000_000)
+    moment = datetime.fromtimestamp(second, UTC).replace(microsecond=rest // 1000)
+    assert utc_stamp(ns) == moment.isoformat().replace("+00:00", "Z")
+    assert utc_stamp(ns) == utc_stamp(ns)  # from the cache the second time

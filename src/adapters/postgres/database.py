@@ -20,8 +20,6 @@ import asyncio
 import logging
 import re
 from collections import deque
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
@@ -262,15 +260,7 @@ class OrgConnection:
             await transaction.rollback()
 
 
-@asynccontextmanager
-async def org_connection(
-    pool: asyncpg.Pool,
-    org_id: str | None,
-    gate: FairGate | None = None,
-    *,
-    synchronous_commit: bool = True,
-    member: str | None = None,
-) -> AsyncIterator[OrgConnection]:
+class org_connection:  # noqa: N801 - used as a function: `async with org_connection(...)`
     """A connection that sees only `org_id`'s rows (none when it is None) until released;
     whatever was not committed is rolled back. `synchronous_commit=False` lets its commits
     return before their WAL is on disk. The pool scopes the connection as it hands it out, in
@@ -278,42 +268,69 @@ async def org_connection(
     module's docstring); the gate's place is given back once it is in the pool. With `member`
     (a user id), the connection also knows when that member was last removed from the
     organization (`OrgConnection.removed_at`).
+
+    A class rather than an `asynccontextmanager` generator: every request enters one, and
+    the generator's machinery cost more than the checkout's own Python.
     """
-    admission = gate or _NO_GATE
-    await admission.__aenter__()
-    try:
-        scope = _Scope(org_id or "", member, synchronous_commit)
-        token = _checkout.set(scope)
+
+    __slots__ = ("_admission", "_connection", "_pool", "_scope", "_scoped")
+
+    def __init__(
+        self,
+        pool: asyncpg.Pool,
+        org_id: str | None,
+        gate: FairGate | None = None,
+        *,
+        synchronous_commit: bool = True,
+        member: str | None = None,
+    ) -> None:
+        self._pool = pool
+        self._admission: FairGate | _NoGate = gate or _NO_GATE
+        self._scope = _Scope(org_id or "", member, synchronous_commit)
+        self._connection: Any = None
+        self._scoped: OrgConnection | None = None
+
+    async def __aenter__(self) -> OrgConnection:
+        if self._scoped is not None:
+            raise RuntimeError("org_connection is not reentrant")
+        admission = self._admission
+        await admission.__aenter__()
         try:
-            connection = await _acquire(pool)
-        finally:
-            _checkout.reset(token)
-    except BaseException as error:
-        await admission.__aexit__(None, None, None)
-        if isinstance(error, CONNECTION_ERRORS):
-            raise DatabaseUnavailable(type(error).__name__) from error
-        raise
-    clean = False
-    try:
-        scoped = OrgConnection(connection, scope.removed_at)
-        try:
-            yield scoped
-        finally:
-            await scoped.rollback()
-        clean = True
-    finally:
-        # Only a block that ended without an error skips the reset: after one, the connection
-        # may be half-dead (a server shutting down answers a statement, then closes), and
-        # asyncpg's full reset is what finds that out and closes it instead of pooling it.
-        released = _scoped_release.set(clean)
-        try:
-            await pool.release(connection)
-        except Exception:
-            # asyncpg closes a connection it could not take back; the pool opens another.
-            log.warning("a database connection could not be returned to the pool", exc_info=True)
-        finally:
-            _scoped_release.reset(released)
+            token = _checkout.set(self._scope)
+            try:
+                self._connection = await _acquire(self._pool)
+            finally:
+                _checkout.reset(token)
+        except BaseException as error:
             await admission.__aexit__(None, None, None)
+            if isinstance(error, CONNECTION_ERRORS):
+                raise DatabaseUnavailable(type(error).__name__) from error
+            raise
+        self._scoped = OrgConnection(self._connection, self._scope.removed_at)
+        return self._scoped
+
+    async def __aexit__(self, error_type: type[BaseException] | None, *_: object) -> None:
+        assert self._scoped is not None
+        clean = False
+        try:
+            await self._scoped.rollback()
+            clean = error_type is None
+        finally:
+            # Only a block that ended without an error skips the reset: after one, the
+            # connection may be half-dead (a server shutting down answers a statement, then
+            # closes), and asyncpg's full reset is what finds that out and closes it instead of
+            # pooling it.
+            released = _scoped_release.set(clean)
+            try:
+                await self._pool.release(self._connection)
+            except Exception:
+                # asyncpg closes a connection it could not take back; the pool opens another.
+                log.warning(
+                    "a database connection could not be returned to the pool", exc_info=True
+                )
+            finally:
+                _scoped_release.reset(released)
+                await self._admission.__aexit__(None, None, None)
 
 
 async def _acquire(pool: asyncpg.Pool) -> Any:

@@ -9,6 +9,7 @@ import os
 import re
 import time
 from collections.abc import Sequence
+from typing import cast
 
 import structlog
 from litestar.enums import ScopeType
@@ -18,6 +19,7 @@ from adapters.identity.jwks import MAX_TOKEN_LENGTH
 from application.ports.token_verifier import TokenVerifier
 from domain.errors import Unauthenticated
 from domain.identity import Identity
+from entrypoints.http.injection import CONTAINER_KEY
 from entrypoints.http.metrics import HttpMetrics
 from entrypoints.logging import access_log
 
@@ -92,20 +94,22 @@ class RequestContextMiddleware:
         answered: float | None = None
         streaming = False
         metrics = self.metrics
+        id_header = (REQUEST_ID_HEADER, request_id.encode())
 
         async def send_with_id(message: Message) -> None:
             nonlocal status, answered, streaming
             if message["type"] == "http.response.start":
                 status = message["status"]
                 answered = time.perf_counter()
-                headers = list(message.get("headers", ()))
-                for index in range(len(headers) - 1, -1, -1):
-                    name = headers[index][0].lower()
+                headers = []
+                for header in message.get("headers", ()):
+                    name = header[0].lower()
                     if name == REQUEST_ID_HEADER:
-                        del headers[index]
-                    elif name == b"content-type" and metrics is not None:
-                        streaming = headers[index][1].lower().startswith(b"text/event-stream")
-                headers.append((REQUEST_ID_HEADER, request_id.encode()))
+                        continue
+                    if name == b"content-type" and metrics is not None:
+                        streaming = header[1].lower().startswith(b"text/event-stream")
+                    headers.append(header)
+                headers.append(id_header)
                 message["headers"] = headers
                 if streaming:
                     metrics.open_streams.inc()  # type: ignore[union-attr]
@@ -118,28 +122,35 @@ class RequestContextMiddleware:
             else:
                 await self.app(scope, receive, send_with_id)
         finally:
-            if metrics is not None:
-                if streaming:
-                    metrics.open_streams.dec()
-                metrics.observe(
-                    route=scope.get("path_template") or None,
-                    method=scope.get("method"),
-                    status=status,
-                    seconds=(answered or time.perf_counter()) - started,
-                )
-            user = scope.get("user")
-            access_log.request(
-                request_id,
-                {
-                    "method": scope.get("method"),
-                    "route": scope.get("path_template") or scope.get("path"),
-                    "status": status,
-                    "duration_ms": round((time.perf_counter() - started) * 1000, 2),
-                    "org_id": getattr(user, "org_id", None),
-                    "user_id": getattr(user, "user_id", None),
-                },
-            )
+            if streaming:
+                metrics.open_streams.dec()  # type: ignore[union-attr]
+            self._record(scope, request_id, status, started, answered)
             structlog.contextvars.unbind_contextvars("request_id")
+
+    def _record(
+        self, scope: Scope, request_id: str, status: int, started: float, answered: float | None
+    ) -> None:
+        """The request's count and latency (until its headers left), and its access line."""
+        route = scope.get("path_template") or None
+        method = cast("str | None", scope.get("method"))
+        finished = time.perf_counter()
+        if self.metrics is not None:
+            self.metrics.observe(
+                route=route,
+                method=method,
+                status=status,
+                seconds=(answered or finished) - started,
+            )
+        user = scope.get("user")
+        access_log.request(
+            request_id,
+            method,
+            route or scope.get("path"),
+            status,
+            round((finished - started) * 1000, 2),
+            getattr(user, "org_id", None),
+            getattr(user, "user_id", None),
+        )
 
 
 async def _refuse(send: Send, status: int, message: str) -> None:
@@ -213,7 +224,7 @@ class RequestScopeMiddleware:
             return
         user = scope.get("user")
         context = {Identity: user} if isinstance(user, Identity) else {}
-        # What `request.state.dishka_container` reads, without building a Request to set it.
+        # Where `injection.inject` reads it, without building a Request to set it.
         async with scope["app"].state.dishka_container(context) as container:
-            scope.setdefault("state", {})["dishka_container"] = container
+            scope.setdefault("state", {})[CONTAINER_KEY] = container
             await self.app(scope, receive, send)

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, Response, delete, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import JSONBody, QueryParameter
@@ -21,6 +20,7 @@ from application.use_cases.replace_user_metadata import (
     ReplaceUserMetadataCommand,
 )
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.member_schemas import (
     AuditEntryOut,
     AuditLogResponse,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody
 
@@ -29,6 +28,7 @@ from entrypoints.http.agent_schemas import (
     CreateAgentTagBody,
     UpdateAgentBody,
 )
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import AGENT_ID, TAG_ID, body_errors, errors
 from entrypoints.http.schemas import SuccessMessage, unset
 

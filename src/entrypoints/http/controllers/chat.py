@@ -11,7 +11,6 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import FromPath, HeaderParameter, JSONBody
@@ -31,6 +30,7 @@ from application.use_cases.send_chat_message import SendChatMessage, SendChatMes
 from domain.conversations import MAX_MESSAGES, MAX_PARTS, MAX_TEXT, MAX_TITLE
 from domain.errors import Invalid, field_error
 from domain.identity import Caller, Identity
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.schemas import (
     NO_NUL,

@@ -6,7 +6,6 @@ from typing import Annotated
 from uuid import UUID
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch
 from litestar.params import JSONBody, QueryParameter
 
@@ -28,6 +27,7 @@ from entrypoints.http.conversation_schemas import (
     RenameConversationBody,
     RenameConversationResponse,
 )
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import AGENT_ID, THREAD_ID, body_errors, errors
 from entrypoints.http.schemas import SuccessMessage
 

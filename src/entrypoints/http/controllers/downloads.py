@@ -7,13 +7,13 @@ from typing import Annotated, Literal
 from uuid import UUID
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import get
 from litestar.params import QueryParameter
 from litestar.response import Redirect
 
 from application.use_cases.download_file import DownloadFile, DownloadFileQuery
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import KB_ID, errors
 
 

@@ -6,7 +6,6 @@ from typing import Annotated
 from uuid import UUID
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, post
 from litestar.params import JSONBody, QueryParameter
 
@@ -16,6 +15,7 @@ from application.use_cases.list_files import ListFiles, ListFilesQuery
 from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCommand
 from domain.files import MAX_FILE_PAGE
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import KB_ID, body_errors, errors
 from entrypoints.http.schemas import (
     AssociateFileBody,

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Request, Response, post
 from litestar.enums import ParamType
 from litestar.exceptions import HTTPException, NotFoundException
@@ -32,6 +31,7 @@ from application.use_cases.route_inbound_email import RouteInboundEmail, RouteIn
 from domain.errors import PayloadTooLarge
 from domain.identity import Caller, Identity
 from domain.uploads import UploadPolicy
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import Camel, KnowledgeBaseFileOut
 from entrypoints.wiring import OrgScopes

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody
 
@@ -23,6 +22,7 @@ from application.use_cases.update_knowledge_base import (
     UpdateKnowledgeBaseCommand,
 )
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import KB_ID, body_errors, errors
 from entrypoints.http.schemas import (
     CreateKnowledgeBaseBody,

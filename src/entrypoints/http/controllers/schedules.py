@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody, QueryParameter
 from msgspec import UNSET
@@ -29,6 +28,7 @@ from application.use_cases.update_scheduled_task import (
     UpdateScheduledTaskCommand,
 )
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import TASK_ID, body_errors, errors
 from entrypoints.http.schedule_schemas import (
     CreateTaskBody,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import post
 from litestar.params import JSONBody
 from msgspec import UnsetType
@@ -13,6 +12,7 @@ from application.use_cases.search_knowledge_base import (
     SearchKnowledgeBaseQuery,
 )
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors
 from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import msgspec
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, get, put
 from litestar.params import JSONBody
 
@@ -14,6 +13,7 @@ from application.use_cases.replace_org_settings import (
     ReplaceOrgSettingsCommand,
 )
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.settings_schemas import OrgSettingsBody, OrgSettingsResponse
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Controller, Request, Response, Router, delete, get, post, put
 from litestar.exceptions import HTTPException
 from litestar.params import JSONBody, QueryParameter
@@ -24,6 +23,7 @@ from application.use_cases.update_skill import UpdateSkill, UpdateSkillCommand
 from domain.errors import PayloadTooLarge
 from domain.identity import Caller
 from domain.skills import PATH_MAX, SkillLimits
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import SKILL_ID, body_errors, errors
 from entrypoints.http.schemas import SuccessMessage
 from entrypoints.http.skill_schemas import (

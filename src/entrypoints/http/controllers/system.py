@@ -8,7 +8,6 @@ from typing import Any, Literal
 
 import structlog
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Request, Response, get
 from litestar.openapi.datastructures import ResponseSpec
 
@@ -17,6 +16,7 @@ from adapters.postgres.operations import OperationsSnapshot, PgOperations
 from application.ports.object_storage import ObjectStorage
 from domain.errors import NotFound, Unauthenticated
 from entrypoints.config import Settings
+from entrypoints.http.injection import inject
 from entrypoints.http.metrics import CONTENT_TYPE, HttpMetrics
 from entrypoints.http.openapi import errors
 from entrypoints.http.readiness import MESSAGES, OK, run_checks

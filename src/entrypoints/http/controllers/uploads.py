@@ -8,7 +8,6 @@ import re
 from typing import Any
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Request, Response, get, post, put
 from litestar.params import FromPath, JSONBody
 from litestar.response import File
@@ -19,6 +18,7 @@ from application.ports.clock import Clock
 from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
 from domain.errors import Invalid
 from domain.identity import Caller
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import PresignBody, PresignResponse, UploadReceipt
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from dishka import FromDishka
-from dishka.integrations.litestar import inject
 from litestar import Request, post
 from litestar.exceptions import NotFoundException
 
@@ -17,6 +16,7 @@ from application.use_cases.apply_membership_removal import (
 )
 from domain.errors import Invalid
 from domain.identity import Identity
+from entrypoints.http.injection import inject
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import Camel
 from entrypoints.wiring import OrgScopes
