@@ -23,7 +23,7 @@ _ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 def encode_cursor(parts: list[Any]) -> str:
     """The cursor holding `parts` (JSON values)."""
-    raw = "[" + ",".join(_encode_part(part) for part in parts) + "]"
+    raw = "[" + ",".join([_encode_part(part) for part in parts]) + "]"
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 

@@ -4,7 +4,6 @@ HTTP middleware, the CLI and the worker alike) and the member it is, provisioned
 from __future__ import annotations
 
 import time
-from collections.abc import Awaitable, Callable
 
 import httpx
 from dishka import AsyncContainer, Provider, Scope, from_context, provide
@@ -39,12 +38,6 @@ class RecentlySeen:
 
     def forget_all(self) -> None:
         self._seen.clear()
-
-    async def provision(self, identity: Identity, record: Callable[[], Awaitable[None]]) -> None:
-        """Run `record` (the member's provisioning) unless the identity was seen lately."""
-        if not self.is_fresh(identity):
-            await record()
-            self.mark(identity)
 
     def mark(self, identity: Identity) -> None:
         if len(self._seen) >= self._limit:
@@ -101,12 +94,10 @@ class IdentityProvider(Provider):
         if removed_since(identity.issued_at, connection.removed_at, settings.auth_leeway):
             # Removed from the organization after this token was issued: access ends at once.
             raise Forbidden(NO_ORGANIZATION)
-
-        async def record() -> None:
+        if not seen.is_fresh(identity):
             # Resolved only when needed: most requests come from a member seen moments ago.
             await (await container.get(RecordMemberSeen)).execute(identity)
-
-        await seen.provision(identity, record)
+            seen.mark(identity)
         return caller
 
 
