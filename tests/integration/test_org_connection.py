@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime
 
 import asyncpg
 import pytest
 from sqlalchemy import text
 
-from adapters.postgres.database import FairGate, org_connection
+from adapters.postgres.database import FairGate, create_pool, org_connection
 
 
 async def setting(db, name: str) -> str:
@@ -106,3 +107,35 @@ async def test_any_other_checkout_is_reset_in_full_on_release(app_pool):
         for raw in (first, second):
             assert await raw.fetchval("SELECT current_setting('statement_timeout')") == "0"
             assert await raw.fetchval("SELECT count(*) FROM pg_locks WHERE objid = 42") == 0
+
+
+async def test_a_members_checkout_reads_their_removal_whatever_the_connection_was_scoped_to(
+    database, owner_engine
+):
+    """The removal is read in the scope statement, after it has set the organization: a
+    connection last scoped to another organization (or none) still finds the member's row,
+    which row-level security would hide from a read made before."""
+    removed = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("INSERT INTO membership_removals VALUES ('org_a', 'user_scope_r', :at)"),
+            {"at": removed},
+        )
+    pool = await create_pool(database.url, app_role="agent_platform_app", size=1)
+    try:
+        for before in ("org_b", None, "org_a"):
+            async with org_connection(pool, before):
+                pass
+            async with org_connection(pool, "org_a", member="user_scope_r") as db:
+                assert db.removed_at == removed, before
+                assert await setting(db, "app.org_id") == "org_a"
+            async with org_connection(pool, "org_b", member="user_scope_r") as db:
+                assert db.removed_at is None  # a removal from another organization is not theirs
+            async with org_connection(pool, "org_a", member="someone_else") as db:
+                assert db.removed_at is None
+    finally:
+        await pool.close()
+        async with owner_engine.begin() as connection:
+            await connection.execute(
+                text("DELETE FROM membership_removals WHERE user_id = 'user_scope_r'")
+            )
