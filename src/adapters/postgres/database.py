@@ -47,7 +47,7 @@ SCOPE = (
 # keeps that a separate step), so it runs once `app.org_id` is set, and row-level security
 # lets it see the organization's row; a plain sub-query might run first. It replaces
 # `ap_member_removed_at` (migration 0008), a plpgsql function that cost the database twice as
-# much per request.
+# much per request; the function stays for servers of earlier releases during an upgrade.
 SCOPE_MEMBER = " ".join(
     (
         "SELECT s.org_id, s.iterative_scan, s.synchronous_commit,",
