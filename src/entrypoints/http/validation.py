@@ -20,6 +20,7 @@ from typing import Any, get_args, get_origin
 
 import msgspec
 from litestar import Request
+from litestar.datastructures import MultiDict
 from litestar.enums import ParamType
 from litestar.exceptions import HTTPException
 from litestar.params import BodyKwarg, ParameterKwarg
@@ -323,12 +324,16 @@ def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid 
     return None
 
 
+_NO_QUERY: MultiDict[Any] = MultiDict()
+
+
 @dataclass(frozen=True, slots=True)
 class _Edge:
     route: str
     body: type[msgspec.Struct] | None
     # (wire name, "query" | "path", required, the table's rule)
     params: tuple[tuple[str, str, bool, ParamRule | None], ...]
+    reads_query: bool
 
 
 def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
@@ -355,7 +360,7 @@ def _edge(handler: Any) -> _Edge:
             required = not definition.has_default and not definition.is_optional
             wire = kwarg.name or name
             params.append((wire, "query", required, _param_rule(wire, route)))
-    return _Edge(route, body, tuple(params))
+    return _Edge(route, body, tuple(params), any(p[1] == "query" for p in params))
 
 
 def _path_params(handler: Any) -> set[str]:
@@ -389,9 +394,11 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
     table's messages, before Litestar converts anything. A query parameter given twice is
     refused: which of the two the handler would act on is nobody's guess."""
     edge = _edge(request.route_handler)
+    # Litestar builds a new MultiDict at every read of `query_params`: one per request.
+    query = request.query_params if edge.reads_query else _NO_QUERY
     for name, source, required, rule in edge.params:
         if source == "query":
-            given = request.query_params.getall(name, ())
+            given = query.getall(name, ())
             if len(given) > 1:
                 known = _param_error(name, None, rule)
                 raise known or Invalid(f"{name} may be given once", [field_error(name, "repeated")])
