@@ -101,3 +101,9 @@ def test_the_access_lines_stamp_is_the_one_structlogs_timestamper_writes(ns):
     moment = datetime.fromtimestamp(second, UTC).replace(microsecond=rest // 1000)
     assert utc_stamp(ns) == moment.isoformat().replace("+00:00", "Z")
     assert utc_stamp(ns) == utc_stamp(ns)  # from the cache the second time
+
+
+def test_an_access_line_msgspec_cannot_write_is_still_written(json_logging, capsys):
+    access_log.request("r1", "GET", "/kb/manage", 200, 1.0, "org_\ud800", None)
+    line = json.loads(capsys.readouterr().err)
+    assert line["org_id"] == "org_\ud800" and line["request_id"] == "r1"
