@@ -72,3 +72,13 @@ async def test_two_in_a_row_are_the_database_going_away():
         async with org_connection(pool, "org_a"):  # type: ignore[arg-type]
             pass
     assert (pool.acquired, pool.released) == (2, [])
+
+
+async def test_a_checkout_is_entered_once():
+    pool = Pool(ended=0)
+    checkout = org_connection(pool, "org_a")  # type: ignore[arg-type]
+    async with checkout as db:
+        with pytest.raises(RuntimeError, match="not reentrant"):
+            await checkout.__aenter__()
+        connection = db.raw
+    assert (pool.acquired, pool.released) == (1, [connection])

@@ -324,16 +324,12 @@ def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid 
     return None
 
 
-_NO_QUERY: MultiDict[Any] = MultiDict()
-
-
 @dataclass(frozen=True, slots=True)
 class _Edge:
     route: str
     body: type[msgspec.Struct] | None
     # (wire name, "query" | "path", required, the table's rule)
     params: tuple[tuple[str, str, bool, ParamRule | None], ...]
-    reads_query: bool
 
 
 def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
@@ -360,7 +356,7 @@ def _edge(handler: Any) -> _Edge:
             required = not definition.has_default and not definition.is_optional
             wire = kwarg.name or name
             params.append((wire, "query", required, _param_rule(wire, route)))
-    return _Edge(route, body, tuple(params), any(p[1] == "query" for p in params))
+    return _Edge(route, body, tuple(params))
 
 
 def _path_params(handler: Any) -> set[str]:
@@ -394,10 +390,11 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
     table's messages, before Litestar converts anything. A query parameter given twice is
     refused: which of the two the handler would act on is nobody's guess."""
     edge = _edge(request.route_handler)
-    # Litestar builds a new MultiDict at every read of `query_params`: one per request.
-    query = request.query_params if edge.reads_query else _NO_QUERY
+    query: MultiDict[Any] | None = None
     for name, source, required, rule in edge.params:
         if source == "query":
+            if query is None:  # Litestar builds a new MultiDict at every read: one per request
+                query = request.query_params
             given = query.getall(name, ())
             if len(given) > 1:
                 known = _param_error(name, None, rule)
