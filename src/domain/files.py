@@ -55,9 +55,10 @@ TERMINAL_STATUSES = frozenset(
 class KnowledgeBaseFile:
     """A file associated with a knowledge base, with where its bytes and text live.
 
-    Neither frozen nor keyword-only: listings build hundreds per request from rows in this
-    field order, and a frozen dataclass's `__init__` costs about twice as much, a call with
-    sixteen keywords about five times as much as one with positions."""
+    Neither frozen nor keyword-only: re-embedding or deleting a knowledge base builds one per
+    file from rows in this field order, and a frozen dataclass's `__init__` costs about twice as
+    much, a call with sixteen keywords about five times as much as one with positions. The
+    listings build no entity (`FILE_VIEW_FIELDS`)."""
 
     id: int
     org_id: str
@@ -75,6 +76,26 @@ class KnowledgeBaseFile:
     extracted_data: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
+
+
+FILE_VIEW_FIELDS = (
+    "id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
+    "content_type", "file_size", "processing_status", "processing_error", "image_keys",
+    "user_metadata", "extracted_data", "created_at", "updated_at",
+)  # fmt: skip
+"""A file as the members of its organization see it, in this order: every field of
+`KnowledgeBaseFile` but `org_id`, with the status as its text. A listing builds its caller's
+view of each file from these values, given positionally (`FileRepository.list_views`)."""
+
+
+def view_values(file: KnowledgeBaseFile) -> tuple[Any, ...]:
+    """`file`'s values of `FILE_VIEW_FIELDS`, in that order."""
+    return (
+        file.id, file.knowledge_base_id, file.file_id, file.file_name, file.file_key,
+        file.content_key, file.content_type, file.file_size, file.processing_status.value,
+        file.processing_error, file.image_keys, file.user_metadata, file.extracted_data,
+        file.created_at, file.updated_at,
+    )  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

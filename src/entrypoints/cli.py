@@ -38,6 +38,7 @@ from entrypoints.cli_tasks import add_task_commands, run_tasks
 from entrypoints.config import ConfigError, Settings
 from entrypoints.database import Database, resolve_database
 from entrypoints.extras import missing_extras
+from entrypoints.http.schemas import KnowledgeBaseFileOut
 from entrypoints.logging import configure_logging
 from entrypoints.wiring import dev_identity_provider, make_container
 from entrypoints.worker import build_worker
@@ -286,7 +287,7 @@ async def _add_files(request: AsyncContainer, caller: Caller, args: argparse.Nam
     database = await request.get(Database)
     final = await _follow(settings, database, caller, int(args.kb), added, console)
     _summary(final, console)
-    ok = all(f.processing_status is ProcessingStatus.COMPLETED for f in final)
+    ok = all(f.processing_status == ProcessingStatus.COMPLETED for f in final)
     return 0 if ok and not failed else 1
 
 
@@ -297,7 +298,7 @@ async def _follow(
     kb_id: int,
     added: list[KnowledgeBaseFile],
     console: Any,
-) -> list[KnowledgeBaseFile]:
+) -> list[KnowledgeBaseFileOut]:
     """Poll the files until each is completed or failed, with a progress bar; on the embedded
     default a worker runs in this process meanwhile, so nothing else has to be running."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
@@ -321,10 +322,11 @@ async def _follow(
             while True:
                 async with watcher(context={Identity: identity}) as scope:
                     listing = await scope.get(ListFiles)
-                    page = await listing.execute(ListFilesQuery(caller=caller, kb_id=kb_id))
-                files = page.files
-                mine = [f for f in files if f.id in wanted]
-                done = sum(1 for f in mine if f.processing_status.is_terminal)
+                    page = await listing.execute(
+                        ListFilesQuery(caller=caller, kb_id=kb_id, view=KnowledgeBaseFileOut)
+                    )
+                mine = [f for f in page.files if f.id in wanted]
+                done = sum(1 for f in mine if ProcessingStatus(f.processing_status).is_terminal)
                 progress.update(task, completed=done)
                 if done == len(mine):
                     return mine
@@ -340,18 +342,18 @@ async def _follow(
             await container.close()
 
 
-def _summary(files: list[KnowledgeBaseFile], console: Any) -> None:
+def _summary(files: list[KnowledgeBaseFileOut], console: Any) -> None:
     from rich.table import Table
 
     table = Table(title="Files")
     for column in ("id", "file", "status", "size", "error"):
         table.add_column(column)
     for f in sorted(files, key=lambda f: f.id):
-        style = "green" if f.processing_status is ProcessingStatus.COMPLETED else "red"
+        style = "green" if f.processing_status == ProcessingStatus.COMPLETED else "red"
         table.add_row(
             str(f.id),
             f.file_name,
-            f"[{style}]{f.processing_status.value}[/{style}]",
+            f"[{style}]{f.processing_status}[/{style}]",
             str(f.file_size or ""),
             f.processing_error or "",
         )

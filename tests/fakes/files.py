@@ -8,14 +8,15 @@ test may set) and `history` (every status set, in order). Neither is in the snap
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Conflict
-from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus
+from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus, view_values
 
 if TYPE_CHECKING:
-    from application.ports.file_repository import FileRepository
+    from application.ports.file_repository import FileRepository, View
     from tests.fakes.basics import Restorable
 
 FilesState = tuple[dict[int, KnowledgeBaseFile], int]
@@ -63,9 +64,15 @@ class FakeFiles:
         ]
         return sorted(rows, key=lambda f: f.id, reverse=True)
 
-    async def list_page(
-        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
-    ) -> list[KnowledgeBaseFile]:
+    async def list_views(
+        self,
+        org_id: str,
+        kb_id: int,
+        view: Callable[..., View],
+        *,
+        limit: int | None = None,
+        after: FileCursor | None = None,
+    ) -> list[View]:
         rows = sorted(
             await self.list_for_knowledge_base(org_id, kb_id),
             key=lambda f: (f.created_at, f.id),
@@ -73,7 +80,7 @@ class FakeFiles:
         )
         if after is not None:
             rows = [f for f in rows if (f.created_at, f.id) < (after.created_at, after.record_id)]
-        return rows[:limit]
+        return [view(*view_values(f)) for f in rows[:limit]]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
         return next(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections import namedtuple
 
 import pytest
 from sqlalchemy import text
@@ -17,12 +18,13 @@ from adapters.postgres.repositories import (
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from application.ports.job_queue import Job
 from domain.errors import Conflict
-from domain.files import NewFile, ProcessingStatus
+from domain.files import FILE_VIEW_FIELDS, FileCursor, NewFile, ProcessingStatus, view_values
 from domain.identity import Identity
 from domain.knowledge_bases import NewKnowledgeBase
 from tests.fakes import FakeClock
 
 pytestmark = pytest.mark.usefixtures("clean")
+ListedFile = namedtuple("ListedFile", FILE_VIEW_FIELDS)
 
 
 def new_kb(org="org_a", name="Docs"):
@@ -85,6 +87,29 @@ async def test_files_list_newest_first_and_duplicates_conflict(app_pool):
         await files.add(duplicate)
         with pytest.raises(Conflict):
             await files.add(duplicate)
+
+
+async def test_file_views_get_the_view_fields_in_order_a_page_at_a_time(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
+        kb = await PgKnowledgeBaseRepository(db).add(new_kb())
+        other_kb = await PgKnowledgeBaseRepository(db).add(new_kb(name="Other"))
+        files = PgFileRepository(db)
+        added = [await files.add(new_file(kb.id)) for _ in range(3)]
+        await files.add(new_file(other_kb.id))
+        await files.set_image_keys("org_a", added[0].id, ["p1.png"])
+        await db.commit()
+        stored = {f.id: f for f in await files.list_for_knowledge_base("org_a", kb.id)}
+        views = await files.list_views("org_a", kb.id, ListedFile)
+        assert [v.id for v in views] == [f.id for f in reversed(added)]
+        assert all(tuple(v) == view_values(stored[v.id]) for v in views)
+        assert views[-1].image_keys == ["p1.png"] and views[0].processing_status == "parsing"
+        first = await files.list_views("org_a", kb.id, ListedFile, limit=2)
+        assert first == views[:2]
+        cursor = FileCursor(first[-1].created_at, first[-1].id)
+        rest = await files.list_views("org_a", kb.id, ListedFile, limit=2, after=cursor)
+        assert rest == views[2:]
+    async with org_connection(app_pool, "org_b") as db:
+        assert await PgFileRepository(db).list_views("org_a", kb.id, ListedFile) == []
 
 
 async def test_repositories_do_not_reach_into_another_organization(app_pool):

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
+from collections import namedtuple
 from datetime import timedelta
+from uuid import uuid4
 
 import pytest
 
@@ -10,12 +12,19 @@ from application.use_cases.create_upload import CreateUpload, CreateUploadComman
 from application.use_cases.delete_file import DeleteFile, DeleteFileCommand
 from application.use_cases.list_files import ListFiles, ListFilesQuery
 from domain.errors import Conflict, Invalid, NotFound
-from domain.files import FILE_FIELDS_REQUIRED, ProcessingStatus
+from domain.files import (
+    FILE_FIELDS_REQUIRED,
+    FILE_VIEW_FIELDS,
+    NewFile,
+    ProcessingStatus,
+    view_values,
+)
 from domain.uploads import UploadPolicy
 from tests.fakes import FakeClock
 from tests.unit.test_knowledge_base_use_cases import create
 
 FILE_ID = "5b0d0c8e-3f43-4a52-9d2b-0d8f6f1f9a11"
+ListedFile = namedtuple("ListedFile", FILE_VIEW_FIELDS)
 
 
 def command(caller, **overrides):
@@ -122,16 +131,42 @@ async def test_a_file_id_is_associated_once(world, caller):
     assert len(world.files.rows) == 1 and len(world.jobs.jobs) == 1
 
 
+def listing(caller, kb_id, **page):
+    return ListFilesQuery(caller=caller, kb_id=kb_id, view=ListedFile, **page)
+
+
 async def test_list_files_checks_the_knowledge_base(world, caller, stranger):
     kb_id = await create(world, caller)
-    await associate(world).execute(command(caller, kb_id=kb_id))
-    page = await ListFiles(world.kbs, world.files).execute(ListFilesQuery(caller=caller, kb_id="1"))
-    assert [f.file_id for f in page.files] == [FILE_ID]
+    record = await associate(world).execute(command(caller, kb_id=kb_id))
+    page = await ListFiles(world.kbs, world.files).execute(listing(caller, "1"))
+    assert page.files == [ListedFile(*view_values(record))]
+    assert page.files[0].file_id == FILE_ID and page.files[0].processing_status == "parsing"
     assert not page.paged and page.next_cursor is None
     with pytest.raises(NotFound):
-        await ListFiles(world.kbs, world.files).execute(ListFilesQuery(caller=stranger, kb_id=1))
+        await ListFiles(world.kbs, world.files).execute(listing(stranger, 1))
     with pytest.raises(Invalid, match="Valid knowledge base ID is required"):
-        await ListFiles(world.kbs, world.files).execute(ListFilesQuery(caller=caller, kb_id="1x"))
+        await ListFiles(world.kbs, world.files).execute(listing(caller, "1x"))
+
+
+async def test_list_files_a_page_at_a_time_hands_the_next_pages_cursor(world, caller):
+    kb_id = await create(world, caller)
+    ids = []
+    for _ in range(3):
+        file_id = str(uuid4())
+        new = NewFile(
+            org_id=caller.org_id, knowledge_base_id=kb_id, file_id=file_id, file_name="a.md",
+            file_key=f"orgs/{caller.org_id}/files/{file_id}/a.md",
+            content_key=f"orgs/{caller.org_id}/files/{file_id}/content.md",
+            content_type="text/markdown", file_size=1, user_metadata=None,
+        )  # fmt: skip
+        ids.append((await world.files.add(new)).id)
+    use_case = ListFiles(world.kbs, world.files)
+    first = await use_case.execute(listing(caller, kb_id, limit=2))
+    assert [f.id for f in first.files] == ids[:0:-1] and first.paged
+    rest = await use_case.execute(listing(caller, kb_id, limit=2, cursor=first.next_cursor))
+    assert [f.id for f in rest.files] == ids[:1] and rest.next_cursor is None
+    with pytest.raises(Invalid):
+        await use_case.execute(listing(caller, kb_id, limit=0))
 
 
 async def test_delete_file_removes_record_and_objects(world, caller):

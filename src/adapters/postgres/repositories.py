@@ -8,15 +8,17 @@ parameter and asyncpg keeps them prepared; rows are read by position.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
 
 from adapters.postgres.database import OrgConnection
 from adapters.postgres.members import invitation
+from application.ports.file_repository import View
 from domain.errors import Conflict
 from domain.files import (
+    FILE_VIEW_FIELDS,
     FileCursor,
     KnowledgeBaseFile,
     NewFile,
@@ -65,13 +67,18 @@ LIST_FILES = (
     f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
     "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
 )
-LIST_FILES_FIRST_PAGE = (
-    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
-    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 "
-    "ORDER BY f.created_at DESC, f.id DESC LIMIT $3"
+# A listing's columns are the views' arguments, in `FILE_VIEW_FIELDS` order: each row goes
+# to the view factory as it is (`PgFileRepository.list_views`).
+FILE_VIEW_COLUMNS = ", ".join(
+    f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_VIEW_FIELDS
 )
-LIST_FILES_NEXT_PAGE = (
-    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
+LIST_FILE_VIEWS = (
+    f"SELECT {FILE_VIEW_COLUMNS} FROM knowledge_base_files f "
+    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
+)
+LIST_FILE_VIEWS_FIRST_PAGE = LIST_FILE_VIEWS + " LIMIT $3"
+LIST_FILE_VIEWS_NEXT_PAGE = (
+    f"SELECT {FILE_VIEW_COLUMNS} FROM knowledge_base_files f "
     "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 AND (f.created_at, f.id) < ($4, $5) "
     "ORDER BY f.created_at DESC, f.id DESC LIMIT $3"
 )
@@ -171,6 +178,8 @@ def _check_column_order() -> None:
         names = tuple(field.name for field in fields(entity))
         if names != order:
             raise TypeError(f"{entity.__name__} fields {names} are not the columns {order}")
+    if tuple(name for name in FILE_ORDER if name != "org_id") != FILE_VIEW_FIELDS:
+        raise TypeError(f"FILE_VIEW_FIELDS {FILE_VIEW_FIELDS} are not the file's but org_id")
 
 
 _check_column_order()
@@ -242,16 +251,24 @@ class PgFileRepository:
     async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:
         return [_file(r) for r in await self._db.fetch(LIST_FILES, org_id, kb_id)]
 
-    async def list_page(
-        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
-    ) -> list[KnowledgeBaseFile]:
-        if after is None:
-            rows = await self._db.fetch(LIST_FILES_FIRST_PAGE, org_id, kb_id, limit)
+    async def list_views(
+        self,
+        org_id: str,
+        kb_id: int,
+        view: Callable[..., View],
+        *,
+        limit: int | None = None,
+        after: FileCursor | None = None,
+    ) -> list[View]:
+        if limit is None:
+            rows = await self._db.fetch(LIST_FILE_VIEWS, org_id, kb_id)
+        elif after is None:
+            rows = await self._db.fetch(LIST_FILE_VIEWS_FIRST_PAGE, org_id, kb_id, limit)
         else:
             rows = await self._db.fetch(
-                LIST_FILES_NEXT_PAGE, org_id, kb_id, limit, after.created_at, after.record_id
+                LIST_FILE_VIEWS_NEXT_PAGE, org_id, kb_id, limit, after.created_at, after.record_id
             )
-        return [_file(r) for r in rows]
+        return [view(*r) for r in rows]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:
         rows = await self._db.fetch(GET_FILE, org_id, kb_id, uuid.UUID(file_id))

@@ -1,8 +1,23 @@
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any, Protocol, TypeVar
 
 from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus
+
+
+class FileKey(Protocol):
+    """What a listing reads back from the views it built: the keys of its order."""
+
+    @property
+    def id(self) -> int: ...
+
+    @property
+    def created_at(self) -> datetime: ...
+
+
+View = TypeVar("View", bound=FileKey)
 
 
 class FileRepository(Protocol):
@@ -19,11 +34,22 @@ class FileRepository(Protocol):
         """The knowledge base's files, newest first."""
         ...
 
-    async def list_page(
-        self, org_id: str, kb_id: int, *, limit: int, after: FileCursor | None
-    ) -> list[KnowledgeBaseFile]:
-        """At most `limit` of the knowledge base's files, newest first (by `created_at`, then
-        record id), those after `after` when given."""
+    async def list_views(
+        self,
+        org_id: str,
+        kb_id: int,
+        view: Callable[..., View],
+        *,
+        limit: int | None = None,
+        after: FileCursor | None = None,
+    ) -> list[View]:
+        """The knowledge base's files as its members see them, newest first (by `created_at`,
+        then record id): all of them, or at most `limit`, those after `after` when given.
+
+        Each is what `view` returns when called with the file's `FILE_VIEW_FIELDS`, positionally
+        and in that order (the status as its text): a listing builds its caller's view straight
+        from what is stored, with no entity in between.
+        """
         ...
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:

@@ -1,30 +1,36 @@
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic
 
-from application.ports.file_repository import FileRepository
+from application.ports.file_repository import FileRepository, View
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from domain.errors import NotFound
-from domain.files import FileCursor, KnowledgeBaseFile, validate_file_page_limit
+from domain.files import FileCursor, validate_file_page_limit
 from domain.identity import Caller
 from domain.ids import parse_positive_id
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ListFilesQuery:
+class ListFilesQuery(Generic[View]):
+    """`view` builds the caller's view of each file from its `FILE_VIEW_FIELDS`, given
+    positionally (the HTTP response's struct, for one)."""
+
     caller: Caller
     kb_id: object
+    view: Callable[..., View]
     limit: object = None
     cursor: object = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FilePage:
-    """The files listed; when a page was asked for (`paged`), the cursor of the next page
-    (None on the last)."""
+class FilePage(Generic[View]):
+    """The files listed, as the query's views; when a page was asked for (`paged`), the
+    cursor of the next page (None on the last)."""
 
-    files: list[KnowledgeBaseFile]
+    files: list[View]
     paged: bool = False
     next_cursor: str | None = None
 
@@ -43,7 +49,7 @@ class ListFiles:
         self._knowledge_bases = knowledge_bases
         self._files = files
 
-    async def execute(self, query: ListFilesQuery) -> FilePage:
+    async def execute(self, query: ListFilesQuery[View]) -> FilePage[View]:
         kb_id = parse_positive_id(query.kb_id, KB_ID_REQUIRED)
         limit = validate_file_page_limit(query.limit)
         after = FileCursor.decode(query.cursor)
@@ -51,8 +57,8 @@ class ListFiles:
         if await self._knowledge_bases.get(org_id, kb_id) is None:
             raise NotFound(KB_NOT_FOUND)
         if limit is None:
-            return FilePage(files=await self._files.list_for_knowledge_base(org_id, kb_id))
-        rows = await self._files.list_page(org_id, kb_id, limit=limit + 1, after=after)
+            return FilePage(files=await self._files.list_views(org_id, kb_id, query.view))
+        rows = await self._files.list_views(org_id, kb_id, query.view, limit=limit + 1, after=after)
         page = rows[:limit]
         next_cursor = None
         if len(rows) > limit:

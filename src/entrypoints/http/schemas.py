@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, Struct, UnsetType
 
 from application.use_cases.create_upload import PreparedUpload
-from domain.files import KnowledgeBaseFile
+from domain.files import FILE_VIEW_FIELDS, KnowledgeBaseFile, view_values
 from domain.ids import MAX_BIGINT, UUID_PATTERN
 from domain.knowledge_bases import KnowledgeBaseSummary
 from domain.models import (
@@ -229,6 +229,10 @@ class AssociateFileBody(Camel):
 
 
 class KnowledgeBaseFileOut(Camel):
+    """A file as its organization's members see it: the fields of `FILE_VIEW_FIELDS`, in that
+    order, so that a listing builds it straight from the stored columns (`ListFilesQuery.view`).
+    """
+
     id: int
     knowledge_base_id: int
     file_id: str
@@ -247,14 +251,18 @@ class KnowledgeBaseFileOut(Camel):
 
     @classmethod
     def of(cls, f: KnowledgeBaseFile) -> KnowledgeBaseFileOut:
-        return cls(*_FILE_FIELDS(f))
+        return cls(*view_values(f))
 
     @classmethod
     def of_all(cls, files: list[KnowledgeBaseFile]) -> list[KnowledgeBaseFileOut]:
-        return [cls(*_FILE_FIELDS(f)) for f in files]
+        return [cls(*view_values(f)) for f in files]
 
 
-_FILE_FIELDS = attrgetter(*KnowledgeBaseFileOut.__struct_fields__)
+if KnowledgeBaseFileOut.__struct_fields__ != FILE_VIEW_FIELDS:
+    raise TypeError(
+        f"KnowledgeBaseFileOut's fields {KnowledgeBaseFileOut.__struct_fields__} are not "
+        f"FILE_VIEW_FIELDS {FILE_VIEW_FIELDS}"
+    )
 
 
 class FileResponse(Camel):

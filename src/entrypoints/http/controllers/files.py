@@ -80,12 +80,13 @@ class FileController(Controller):
         ] = None,
     ) -> FileListResponse:
         page = await use_case.execute(
-            ListFilesQuery(caller=caller, kb_id=kb_id, limit=limit, cursor=cursor)
+            ListFilesQuery(
+                caller=caller, kb_id=kb_id, view=KnowledgeBaseFileOut, limit=limit, cursor=cursor
+            )
         )
-        files = KnowledgeBaseFileOut.of_all(page.files)
         if not page.paged:
-            return FileListResponse(success=True, files=files)
-        return FileListResponse(success=True, files=files, next_cursor=page.next_cursor)
+            return FileListResponse(success=True, files=page.files)
+        return FileListResponse(success=True, files=page.files, next_cursor=page.next_cursor)
 
     @post(
         "/reprocess",
