@@ -7,6 +7,8 @@ JSON bodies.
 
 The organization comes from the `org` query parameter, else `BENCH_ORG_ID`; since the pool
 connects as the superuser, every query filters by `org_id` itself, as the repositories do.
+Each response struct is built from its record by column name, as a hand-written endpoint
+usually builds it.
 """
 
 from __future__ import annotations
@@ -41,8 +43,8 @@ GET_KB = (
     "WHERE knowledge_bases.org_id = $1::VARCHAR AND knowledge_bases.id = $2::BIGINT"
 )
 LIST_FILES = (
-    "SELECT knowledge_base_files.id, knowledge_base_files.org_id, "
-    "knowledge_base_files.knowledge_base_id, knowledge_base_files.file_id, "
+    "SELECT knowledge_base_files.id, "
+    "knowledge_base_files.knowledge_base_id, knowledge_base_files.file_id::text AS file_id, "
     "knowledge_base_files.file_name, knowledge_base_files.file_key, "
     "knowledge_base_files.content_key, knowledge_base_files.content_type, "
     "knowledge_base_files.file_size, knowledge_base_files.processing_status, "
@@ -143,7 +145,7 @@ def _file(r: asyncpg.Record) -> FileOut:
     return FileOut(
         id=r["id"],
         knowledge_base_id=r["knowledge_base_id"],
-        file_id=str(r["file_id"]),
+        file_id=r["file_id"],
         file_name=r["file_name"],
         file_key=r["file_key"],
         content_key=r["content_key"],

@@ -543,8 +543,8 @@ def section(
         "the superuser, the same SELECTs with `org_id` in the WHERE clause (files: the "
         "knowledge-base lookup, then the listing or page; manage: one), then asyncpg's reset "
         "as the connection goes back to the pool: 3 statements for files, 2 for manage, as "
-        "the service; msgspec encoding; no transaction, no row-level security, no auth, no "
-        "DI, no log.",
+        "the service; each response struct built from its record by column name, msgspec "
+        "encoding; no transaction, no row-level security, no auth, no DI, no log.",
         "",
         *[row.replace("{connections}", str(args.connections)) for row in table(loaded, alone)],
         "",
