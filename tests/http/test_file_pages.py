@@ -20,7 +20,7 @@ async def test_pages_walk_every_file_newest_first_once(client, alice):
     newest_first = [f["fileId"] for f in everything["files"]]
     assert newest_first == added[::-1]
 
-    seen: list[str] = []
+    seen: list[dict[str, Any]] = []
     cursor = None
     pages = 0
     while True:
@@ -32,12 +32,13 @@ async def test_pages_walk_every_file_newest_first_once(client, alice):
         page = response.json()
         assert page["success"] is True and "nextCursor" in page
         assert len(page["files"]) <= 3
-        seen += [f["fileId"] for f in page["files"]]
+        seen += page["files"]
         pages += 1
         cursor = page["nextCursor"]
         if cursor is None:
             break
-    assert seen == newest_first and pages == 3
+    # The pages hold the whole listing's objects, field for field.
+    assert seen == everything["files"] and pages == 3
 
 
 async def test_a_page_boundary_holds_while_files_are_added(client, alice):

@@ -100,6 +100,8 @@ async def test_file_views_get_the_view_fields_in_order_a_page_at_a_time(app_pool
         await db.commit()
         stored = {f.id: f for f in await files.list_for_knowledge_base("org_a", kb.id)}
         views = await files.list_views("org_a", kb.id, ListedFile)
+        # One transaction, one `now()`: the record id alone orders them.
+        assert len({v.created_at for v in views}) == 1
         assert [v.id for v in views] == [f.id for f in reversed(added)]
         assert all(tuple(v) == view_values(stored[v.id]) for v in views)
         assert views[-1].image_keys == ["p1.png"] and views[0].processing_status == "parsing"
@@ -108,6 +110,10 @@ async def test_file_views_get_the_view_fields_in_order_a_page_at_a_time(app_pool
         cursor = FileCursor(first[-1].created_at, first[-1].id)
         rest = await files.list_views("org_a", kb.id, ListedFile, limit=2, after=cursor)
         assert rest == views[2:]
+        assert await files.list_views("org_a", kb.id, ListedFile, after=cursor) == views[2:]
+        # The statement's own filter, without row-level security's help: org_a's connection
+        # asking for org_b's files of the same knowledge base.
+        assert await files.list_views("org_b", kb.id, ListedFile) == []
     async with org_connection(app_pool, "org_b") as db:
         assert await PgFileRepository(db).list_views("org_a", kb.id, ListedFile) == []
 

@@ -1,12 +1,21 @@
 from __future__ import annotations
 
+from dataclasses import fields
 from datetime import UTC, datetime
 
 import pytest
 from polyfactory.factories import DataclassFactory
 
 from domain.errors import Invalid
-from domain.files import is_safe_key, safe_file_name, storage_keys
+from domain.files import (
+    FILE_VIEW_FIELDS,
+    KnowledgeBaseFile,
+    ProcessingStatus,
+    is_safe_key,
+    safe_file_name,
+    storage_keys,
+    view_values,
+)
 from domain.ids import parse_positive_id, parse_uuid
 from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseStatus, KnowledgeBaseSummary
 
@@ -14,6 +23,19 @@ from domain.knowledge_bases import KnowledgeBase, KnowledgeBaseStatus, Knowledge
 class KnowledgeBaseFactory(DataclassFactory[KnowledgeBase]):
     pending_embedding_model = None
     reindex_error = None
+
+
+def test_a_files_view_values_are_its_view_fields_in_order_with_the_status_as_text():
+    # A distinct value per field, so that two fields swapped would show.
+    values = {name: f"v{i}" for i, name in enumerate(f.name for f in fields(KnowledgeBaseFile))}
+    values["processing_status"] = ProcessingStatus.CHUNK_FAILED
+    file = KnowledgeBaseFile(**values)
+    viewed = view_values(file)
+    assert tuple(name for name in values if name != "org_id") == FILE_VIEW_FIELDS
+    assert viewed == tuple(
+        "chunk_failed" if name == "processing_status" else values[name] for name in FILE_VIEW_FIELDS
+    )
+    assert type(viewed[FILE_VIEW_FIELDS.index("processing_status")]) is str
 
 
 @pytest.mark.parametrize(

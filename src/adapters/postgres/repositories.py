@@ -179,7 +179,9 @@ def _check_column_order() -> None:
         if names != order:
             raise TypeError(f"{entity.__name__} fields {names} are not the columns {order}")
     if tuple(name for name in FILE_ORDER if name != "org_id") != FILE_VIEW_FIELDS:
-        raise TypeError(f"FILE_VIEW_FIELDS {FILE_VIEW_FIELDS} are not the file's but org_id")
+        raise TypeError(
+            f"FILE_VIEW_FIELDS {FILE_VIEW_FIELDS} are not KnowledgeBaseFile's fields without org_id"
+        )
 
 
 _check_column_order()
@@ -260,14 +262,15 @@ class PgFileRepository:
         limit: int | None = None,
         after: FileCursor | None = None,
     ) -> list[View]:
-        if limit is None:
-            rows = await self._db.fetch(LIST_FILE_VIEWS, org_id, kb_id)
-        elif after is None:
-            rows = await self._db.fetch(LIST_FILE_VIEWS_FIRST_PAGE, org_id, kb_id, limit)
-        else:
+        # `LIMIT NULL` is no limit: `after` alone lists everything after it.
+        if after is not None:
             rows = await self._db.fetch(
                 LIST_FILE_VIEWS_NEXT_PAGE, org_id, kb_id, limit, after.created_at, after.record_id
             )
+        elif limit is not None:
+            rows = await self._db.fetch(LIST_FILE_VIEWS_FIRST_PAGE, org_id, kb_id, limit)
+        else:
+            rows = await self._db.fetch(LIST_FILE_VIEWS, org_id, kb_id)
         return [view(*r) for r in rows]
 
     async def get(self, org_id: str, kb_id: int, file_id: str) -> KnowledgeBaseFile | None:

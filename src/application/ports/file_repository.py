@@ -44,7 +44,8 @@ class FileRepository(Protocol):
         after: FileCursor | None = None,
     ) -> list[View]:
         """The knowledge base's files as its members see them, newest first (by `created_at`,
-        then record id): all of them, or at most `limit`, those after `after` when given.
+        then record id): those after `after` when it is given (all of them otherwise), at most
+        `limit` of them when it is given.
 
         Each is what `view` returns when called with the file's `FILE_VIEW_FIELDS`, positionally
         and in that order (the status as its text): a listing builds its caller's view straight

@@ -13,7 +13,10 @@ from domain.ids import parse_positive_id
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+# The two generic classes are not slotted: on Python 3.11 and 3.12, a frozen slotted dataclass
+# made through its parametrized alias (`FilePage[X](...)`) raises TypeError as typing sets its
+# `__orig_class__`.
+@dataclass(frozen=True, kw_only=True)
 class ListFilesQuery(Generic[View]):
     """`view` builds the caller's view of each file from its `FILE_VIEW_FIELDS`, given
     positionally (the HTTP response's struct, for one)."""
@@ -25,7 +28,7 @@ class ListFilesQuery(Generic[View]):
     cursor: object = None
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@dataclass(frozen=True, kw_only=True)
 class FilePage(Generic[View]):
     """The files listed, as the query's views; when a page was asked for (`paged`), the
     cursor of the next page (None on the last)."""
