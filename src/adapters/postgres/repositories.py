@@ -42,7 +42,13 @@ FILE_ORDER = (
 UPDATABLE_KB_FIELDS = frozenset(KB_ORDER) - {"id", "org_id", "user_id", "created_at", "updated_at"}
 KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
 KB_RETURNING = ", ".join(KB_ORDER)
-FILE_COLUMNS = ", ".join(f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_ORDER)
+
+
+def _file_column(name: str) -> str:
+    return f"f.{name}::text" if name == "file_id" else f"f.{name}"
+
+
+FILE_COLUMNS = ", ".join(map(_file_column, FILE_ORDER))
 FILE_RETURNING = ", ".join(f"{n}::text" if n == "file_id" else n for n in FILE_ORDER)
 
 # Totals come from `knowledge_base_stats`, kept by a trigger as files change (migration 0013),
@@ -63,29 +69,20 @@ INSERT_KB = f"""
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
     RETURNING {KB_RETURNING}"""
 DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
-LIST_FILES = (
-    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
-    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
-)
+_KB_FILES = "FROM knowledge_base_files f WHERE f.org_id = $1 AND f.knowledge_base_id = $2"
+_NEWEST_FIRST = "ORDER BY f.created_at DESC, f.id DESC"
+LIST_FILES = f"SELECT {FILE_COLUMNS} {_KB_FILES} {_NEWEST_FIRST}"
 # A listing's columns are the views' arguments, in `FILE_VIEW_FIELDS` order: each row goes
-# to the view factory as it is (`PgFileRepository.list_views`).
-FILE_VIEW_COLUMNS = ", ".join(
-    f"f.{n}::text" if n == "file_id" else f"f.{n}" for n in FILE_VIEW_FIELDS
-)
-LIST_FILE_VIEWS = (
-    f"SELECT {FILE_VIEW_COLUMNS} FROM knowledge_base_files f "
-    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 ORDER BY f.created_at DESC, f.id DESC"
-)
-LIST_FILE_VIEWS_FIRST_PAGE = LIST_FILE_VIEWS + " LIMIT $3"
+# to the view factory as it is (`PgFileRepository.list_views`). Three statements rather than
+# one with optional parameters, so that each keeps a plan of its own.
+FILE_VIEW_COLUMNS = ", ".join(map(_file_column, FILE_VIEW_FIELDS))
+LIST_FILE_VIEWS = f"SELECT {FILE_VIEW_COLUMNS} {_KB_FILES} {_NEWEST_FIRST}"
+LIST_FILE_VIEWS_FIRST_PAGE = f"{LIST_FILE_VIEWS} LIMIT $3"
 LIST_FILE_VIEWS_NEXT_PAGE = (
-    f"SELECT {FILE_VIEW_COLUMNS} FROM knowledge_base_files f "
-    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 AND (f.created_at, f.id) < ($4, $5) "
-    "ORDER BY f.created_at DESC, f.id DESC LIMIT $3"
+    f"SELECT {FILE_VIEW_COLUMNS} {_KB_FILES} AND (f.created_at, f.id) < ($4, $5) "
+    f"{_NEWEST_FIRST} LIMIT $3"
 )
-GET_FILE = (
-    f"SELECT {FILE_COLUMNS} FROM knowledge_base_files f "
-    "WHERE f.org_id = $1 AND f.knowledge_base_id = $2 AND f.file_id = $3"
-)
+GET_FILE = f"SELECT {FILE_COLUMNS} {_KB_FILES} AND f.file_id = $3"
 INSERT_FILE = f"""
     INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, file_key,
         content_key, content_type, file_size, processing_status, user_metadata)
