@@ -248,7 +248,7 @@ async def test_retry_after_is_capped(make, server):
     started = time.monotonic()
     await make(max_retry_after=0.01).embed(["hello"])
 
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 5  # against an hour asked for; CI's load needs room
 
 
 async def test_retries_server_errors_then_succeeds(make, server):

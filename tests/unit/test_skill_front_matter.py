@@ -272,7 +272,7 @@ def test_a_billion_laughs_is_refused_before_any_expansion():
     bomb = skill_md("name: a\ndescription: d\n" + "\n".join(lines) + "\n")
     started = time.monotonic()
     assert "aliases are not allowed" in yaml_reason(bomb)
-    assert time.monotonic() - started < 1
+    assert time.monotonic() - started < 5  # expanding it would take hours; CI's load needs room
 
 
 def test_a_single_alias_is_refused():
