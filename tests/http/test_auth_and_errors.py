@@ -142,6 +142,32 @@ async def test_unknown_route_and_method_use_the_error_shape(client, alice):
     assert (missing.status_code, missing.json()) == (404, {"error": "Not Found"})
     wrong = await client.put("/kb/manage", headers=alice.headers, json={})
     assert (wrong.status_code, wrong.json()) == (405, {"error": "Method Not Allowed"})
+    assert wrong.headers["allow"] == "DELETE, GET, PATCH, POST"
+
+
+@pytest.mark.parametrize(
+    "path", ["/admin/updateUserMetadata", "/admin/bulkRemove", "/webhooks/inbound-email"]
+)
+async def test_a_post_only_path_answers_another_method_with_allow_post(client, alice, path):
+    for method in ("GET", "PUT", "DELETE", "HEAD"):
+        wrong = await client.request(method, path, headers=alice.headers)
+        assert (wrong.status_code, wrong.headers["allow"]) == (405, "POST"), method
+
+
+async def test_options_names_every_method_the_document_gives_a_path(client):
+    """Each path's handlers may come from several registrations (`GET /kb/files` and
+    `POST /kb/files`): the answer still names all of them, without a token."""
+    document = (await client.get("/schema/openapi.json")).json()
+    assert len(document["paths"]) > 30
+    for path, operations in document["paths"].items():
+        methods = {method.upper() for method in operations if method != "parameters"}
+        response = await client.options(path.replace("{", "").replace("}", ""))
+        allow = response.headers["allow"].split(", ")
+        assert response.status_code == 204, path
+        # ⊆: a path may also serve an undocumented method (signed downloads on local disk)
+        assert ({*methods, "OPTIONS"} <= set(allow), allow == sorted(allow)) == (True, True), path
+    files = await client.options("/kb/files")
+    assert files.headers["allow"] == "DELETE, GET, OPTIONS, POST"
 
 
 class ExplodingList(ListKnowledgeBases):

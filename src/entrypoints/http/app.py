@@ -44,6 +44,7 @@ from entrypoints.http.controllers.system import (
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.controllers.webhooks import identity_webhook
 from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.methods import allowed_methods
 from entrypoints.http.metrics import HttpMetrics
 from entrypoints.http.middleware import (
     PUBLIC_PATHS,
@@ -143,6 +144,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
     )
     app.state.dishka_container = container
     app.state.http_metrics = HttpMetrics()
+    app.state.allowed_methods = allowed_methods(app)
     plugin = app.plugins.get(OpenAPIPlugin)
     complete_document(plugin)
     complete_system_document(plugin.provide_openapi_schema())

@@ -25,6 +25,7 @@ from domain.errors import (
     Unauthenticated,
 )
 from domain.spend import SpendCapReached
+from entrypoints.http.methods import documented_allow
 from entrypoints.http.validation import param_error
 
 log = structlog.get_logger("agent_platform.http")
@@ -106,6 +107,8 @@ def http_error(_: Request[Any, Any, Any], error: HTTPException) -> Response[dict
     response = error_response(status, REASONS.get(status, "Bad Request"))
     if error.headers:
         response.headers.update(error.headers)
+    if status == 405 and "allow" in response.headers:
+        response.headers["allow"] = documented_allow(response.headers["allow"])
     return response
 
 

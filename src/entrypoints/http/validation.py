@@ -19,7 +19,7 @@ from functools import cache
 from typing import Any, get_args, get_origin
 
 import msgspec
-from litestar import Request
+from litestar import Request, Response
 from litestar.datastructures import MultiDict
 from litestar.enums import ParamType
 from litestar.exceptions import HTTPException
@@ -36,6 +36,7 @@ from entrypoints.http import conversation_schemas as conversations
 from entrypoints.http import schemas
 from entrypoints.http.controllers.chat import ChatBody
 from entrypoints.http.member_schemas import MEMBER_BODY_RULES
+from entrypoints.http.methods import OPTIONS, options_answer
 from entrypoints.http.rules import (
     ABSENT,
     INVALID_BODY,
@@ -385,10 +386,13 @@ def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
     return None
 
 
-async def check_request(request: Request[Any, Any, Any]) -> None:
+async def check_request(request: Request[Any, Any, Any]) -> Response[None] | None:
     """Litestar `before_request` hook: refuse what the route's declared types refuse, with the
     table's messages, before Litestar converts anything. A query parameter given twice is
-    refused: which of the two the handler would act on is nobody's guess."""
+    refused: which of the two the handler would act on is nobody's guess. `OPTIONS` is
+    answered here with the path's methods (see `methods`)."""
+    if request.method == OPTIONS:
+        return options_answer(request)
     edge = _edge(request.route_handler)
     query: MultiDict[Any] | None = None
     for name, source, required, rule in edge.params:
@@ -411,7 +415,7 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
     if encoding is not None and encoding.strip().lower() != "identity":
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     if edge.body is None:
-        return
+        return None
     if not _is_json(_header(request, b"content-type") or ""):
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     body = await request.body()
@@ -421,3 +425,4 @@ async def check_request(request: Request[Any, Any, Any]) -> None:
         check(body)
     elif failures:
         raise body_error(edge.body, failures)
+    return None
