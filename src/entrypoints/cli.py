@@ -32,6 +32,7 @@ from application.use_cases.list_knowledge_bases import ListKnowledgeBases, ListK
 from domain.errors import DomainError
 from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
+from domain.inbound_email import EMAIL_SOURCE
 from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
 from entrypoints.cli_skills import run_skills
 from entrypoints.cli_tasks import add_task_commands, run_tasks
@@ -82,6 +83,12 @@ def _parser() -> argparse.ArgumentParser:
             sub.add_argument("--name", required=True)
             sub.add_argument("--description")
             sub.add_argument("--embedding-model")
+            sub.add_argument(
+                "--source",
+                choices=(EMAIL_SOURCE,),
+                help="email: give it an address that files what is sent to it "
+                "(needs AP_INBOUND_EMAIL_DOMAIN)",
+            )
         if name == "add-file":
             sub.add_argument("paths", type=Path, nargs="+", help="files, or folders of files")
             sub.add_argument("--kb", required=True, help="knowledge base id")
@@ -225,16 +232,23 @@ async def _run_kb(request: AsyncContainer, caller: Caller, args: argparse.Namesp
                 name=args.name,
                 description=args.description,
                 embedding_model=args.embedding_model,
+                source=args.source,
             )
         )
         kb = summary.knowledge_base
-        print(json.dumps({"id": kb.id, "name": kb.name, "embeddingModel": kb.embedding_model}))
+        created = {"id": kb.id, "name": kb.name, "embeddingModel": kb.embedding_model}
+        if kb.inbound_email_address is not None:
+            created["inboundEmailAddress"] = kb.inbound_email_address
+        print(json.dumps(created))
         return 0
     if args.kb_command == "list":
         listing = await request.get(ListKnowledgeBases)
         for s in await listing.execute(ListKnowledgeBasesQuery(caller=caller)):
             kb = s.knowledge_base
-            print(f"{kb.id}\t{kb.name}\t{s.file_count} file(s)\t{s.total_size} B\t{s.status}")
+            columns = [kb.id, kb.name, f"{s.file_count} file(s)", f"{s.total_size} B", s.status]
+            if kb.inbound_email_address is not None:
+                columns.append(kb.inbound_email_address)
+            print("\t".join(map(str, columns)))
         return 0
     return await _add_files(request, caller, args)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from litestar.testing import AsyncTestClient
 
@@ -41,6 +42,28 @@ def test_kb_commands_run_the_use_cases(cli_env, capsys, owner_engine, tmp_path):
     assert code == 0 and out.split("\t")[:3] == [str(kb["id"]), "Manuals", "1 file(s)"]
     code, out, _ = run(capsys, "kb", "list", "--org", "org_other")
     assert (code, out) == (0, "")
+
+
+def test_kb_create_with_source_email_gives_an_address_list_shows(cli_env, capsys, monkeypatch):
+    code, _, err = run(
+        capsys, "kb", "create", "--org", "org_cli", "--name", "Inbox", "--source", "email"
+    )
+    assert code == 1 and "Inbound e-mail is not configured" in err
+    monkeypatch.setenv("AP_INBOUND_EMAIL_DOMAIN", "in.example.test")
+    monkeypatch.setenv("AP_INBOUND_EMAIL_SECRET", "s" * 40)
+    code, out, _ = run(
+        capsys, "kb", "create", "--org", "org_cli", "--name", "Inbox", "--source", "email"
+    )
+    assert code == 0
+    inbox = json.loads(out)
+    assert re.fullmatch(r"kb-[0-9a-f]{20}@in\.example\.test", inbox["inboundEmailAddress"])
+    code, out, _ = run(capsys, "kb", "create", "--org", "org_cli", "--name", "Plain")
+    assert code == 0 and "inboundEmailAddress" not in json.loads(out)
+
+    code, out, _ = run(capsys, "kb", "list", "--org", "org_cli")
+    rows = {row.split("\t")[1]: row.split("\t") for row in out.splitlines()}
+    assert rows["Inbox"][2:] == ["0 file(s)", "0 B", "ready", inbox["inboundEmailAddress"]]
+    assert rows["Plain"][2:] == ["0 file(s)", "0 B", "ready"]
 
 
 def test_kb_errors_are_reported_not_raised(cli_env, capsys, tmp_path):
