@@ -164,8 +164,9 @@ async def test_options_names_every_method_the_document_gives_a_path(client):
         response = await client.options(path.replace("{", "").replace("}", ""))
         allow = response.headers["allow"].split(", ")
         assert response.status_code == 204, path
+        assert allow == sorted(allow), path
         # ⊆: a path may also serve an undocumented method (signed downloads on local disk)
-        assert ({*methods, "OPTIONS"} <= set(allow), allow == sorted(allow)) == (True, True), path
+        assert {*methods, "OPTIONS"} <= set(allow), path
     files = await client.options("/kb/files")
     assert files.headers["allow"] == "DELETE, GET, OPTIONS, POST"
 
