@@ -44,12 +44,12 @@ KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
 KB_RETURNING = ", ".join(KB_ORDER)
 
 
-def _file_column(name: str) -> str:
-    return f"f.{name}::text" if name == "file_id" else f"f.{name}"
+def _file_column(name: str, table: str = "f.") -> str:
+    return f"{table}{name}::text" if name == "file_id" else f"{table}{name}"
 
 
 FILE_COLUMNS = ", ".join(map(_file_column, FILE_ORDER))
-FILE_RETURNING = ", ".join(f"{n}::text" if n == "file_id" else n for n in FILE_ORDER)
+FILE_RETURNING = ", ".join(_file_column(name, table="") for name in FILE_ORDER)
 
 # Totals come from `knowledge_base_stats`, kept by a trigger as files change (migration 0013),
 # so a listing reads one row per knowledge base however many files it holds.
