@@ -37,6 +37,8 @@ from domain.text import check_storable
 MAX_FRONT_MATTER_BYTES = 64 * 1024
 MAX_DEPTH = 32
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+TOO_DEEP = "values are nested too deeply"
+_LIBYAML_TOO_DEEP = "maximum nesting depth"
 
 
 class _PythonEvents(Reader, Scanner, Parser):  # type: ignore[misc]  # PyYAML has no stubs here
@@ -73,7 +75,7 @@ class _StrictSafeLoader(Composer, _Events, SafeConstructor, Resolver):  # type: 
         try:
             if self._depth > MAX_DEPTH:
                 event = self.peek_event()
-                raise ComposerError(None, None, "values are nested too deeply", event.start_mark)
+                raise ComposerError(None, None, TOO_DEEP, event.start_mark)
             return super().compose_node(parent, index)
         finally:
             self._depth -= 1
@@ -98,9 +100,12 @@ class _StrictSafeLoader(Composer, _Events, SafeConstructor, Resolver):  # type: 
 
 def _yaml_error(error: yaml.YAMLError) -> Invalid:
     if isinstance(error, yaml.MarkedYAMLError) and error.problem:
+        # libyaml's scanner (in PyYAML 6.0.4's wheels) may meet the depth limit first, as it
+        # reads flow collections ahead of the composer: one reason, whichever refuses.
+        problem = TOO_DEEP if _LIBYAML_TOO_DEEP in error.problem else error.problem
         # The front matter starts on SKILL.md's second line; marks count from 0.
         where = f" (line {error.problem_mark.line + 2})" if error.problem_mark else ""
-        reason = f"front matter is not valid YAML: {error.problem}{where}"
+        reason = f"front matter is not valid YAML: {problem}{where}"
     elif isinstance(error, yaml.reader.ReaderError):
         reason = "front matter holds a character YAML does not allow"
     else:
