@@ -19,7 +19,7 @@ $(STAMP): pyproject.toml constraints.txt scripts/install-llama-cpp.sh
 	scripts/install-llama-cpp.sh $(BIN)/python
 	# Every other dependency at the version constraints.txt names (see `make constraints`).
 	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -c constraints.txt -e '.[local,embedded,dev]'
-	$(BIN)/python -m adapters.llm.cpu_features
+	$(BIN)/python -m adapters.local_model.cpu_features
 	touch $(STAMP)
 
 # The `ai` npm package whose own parser the stream tests run under Node (>= 18).

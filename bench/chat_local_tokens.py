@@ -113,7 +113,7 @@ def direct_worker(threads: int) -> int:
     from llama_cpp import Llama
     from llama_cpp.llama_chat_format import Jinja2ChatFormatter
 
-    from adapters.llm.bundled import bundled_smollm2_path
+    from adapters.local_model.bundled import bundled_smollm2_path
 
     llama = Llama(
         model_path=str(bundled_smollm2_path()),
@@ -249,14 +249,14 @@ class Direct:
 # The runner side: the platform's supervised runner process, driven from here ----------------
 class RunnerSide:
     def __init__(self, threads: int) -> None:
-        from adapters.llm.supervisor import LocalModelRunner, RunnerSettings
+        from adapters.local_model.runner_client import LocalModelRunner, RunnerSettings
 
         self._loop = asyncio.new_event_loop()
         self._runner = LocalModelRunner(RunnerSettings(threads=threads, n_ctx=N_CTX))
         self._loop.run_until_complete(self._runner.wait_ready())
 
     async def _generate(self) -> tuple[list[str], float, float, float, str]:
-        from adapters.llm.protocol import Delta
+        from adapters.local_model.protocol import Delta
 
         pieces: list[str] = []
         first = last = 0.0

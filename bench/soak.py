@@ -86,7 +86,7 @@ HISTORY = [
     "- First run (2026-11-23 16:35 UTC, same command, before the change below): RSS of serve + "
     "children 951.5 -> 1098.2 MiB (+15.4%, FAIL): serve 197.3 -> 200.8 MiB (+1.8%), the "
     "worker 697.7 -> 784.3 MiB (+12.4%, rising steadily under load, about 10 MiB a minute, "
-    "228 files), and a second `adapters.sandboxed_extraction` child (+56.6 MiB: the worker "
+    "228 files), and a second `adapters.extraction.sandbox` child (+56.6 MiB: the worker "
     "runs 2 jobs at once and keeps up to one extraction child per job, replaced after 200 "
     "files; bounded). The worker's growth was heap that glibc had freed but kept: the "
     "service's extractor, chunker and local embedder run in-process on 250 generated files "

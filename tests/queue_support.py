@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from adapters.queue.worker import PgQueuerWorker
+from adapters.queue.pgqueuer_worker import PgQueuerWorker
 
 
 @asynccontextmanager

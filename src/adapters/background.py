@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from application.ports.chat_launcher import CANCEL_REQUESTED
+from application.ports.background_tasks import CANCEL_REQUESTED
 
 log = logging.getLogger(__name__)
 SHUTTING_DOWN = "shutdown"

@@ -42,8 +42,8 @@ from entrypoints.extras import missing_extras
 from entrypoints.http.schemas import KnowledgeBaseFileOut
 from entrypoints.logging import configure_logging
 from entrypoints.wiring import dev_identity_provider, make_container
-from entrypoints.worker import build_worker
-from entrypoints.worker_process import run_worker, serve_with_worker
+from entrypoints.worker.jobs import build_worker
+from entrypoints.worker.process import run_worker, serve_with_worker
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -164,7 +164,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
     from entrypoints.http.app import create_app
-    from entrypoints.http_server import BoundedHttpToolsProtocol
+    from entrypoints.http.server import BoundedHttpToolsProtocol
 
     overrides: dict[str, Any] = {}
     if args.host:

@@ -38,7 +38,7 @@ def test_sigterm_stops_serve_and_every_child(tmp_path):
     running = Server(tmp_path)
     running.start()
     assert running.process is not None
-    wait_for_child(running, "adapters.llm.runner")
+    wait_for_child(running, "adapters.local_model.runner")
     wait_for_child(running, "worker")
     family = psutil.Process(running.process.pid).children(recursive=True)
 
@@ -102,7 +102,7 @@ class HealthProbe:
 def stream_with_fault(server: Server, headers: dict[str, str], fault: int) -> tuple[str, list]:
     """Stream an answer and send `fault` to the model runner once its first words arrived."""
     agent = httpx.post(f"{server.base}/agents", json={"name": "Teller"}, headers=headers).json()
-    runner = wait_for_child(server, "adapters.llm.runner")
+    runner = wait_for_child(server, "adapters.local_model.runner")
     body = {"agentId": agent["agent"]["id"], "messages": message("Write a very long story.")}
     chunks: list[dict[str, Any]] = []
     with httpx.stream("POST", f"{server.base}/chat", json=body, headers=headers, timeout=120) as r:
@@ -141,11 +141,11 @@ def assert_next_answer_works(server: Server, headers: dict[str, str]) -> None:
 
 def test_a_model_runner_killed_mid_answer_costs_that_answer_only(server):
     headers = server.headers()
-    killed = wait_for_child(server, "adapters.llm.runner").pid
+    killed = wait_for_child(server, "adapters.local_model.runner").pid
     with HealthProbe(server) as probe:
         thread_id, chunks = stream_with_fault(server, headers, signal.SIGKILL)
         assert_failed_cleanly(server, headers, thread_id, chunks)
-        assert wait_for_child(server, "adapters.llm.runner", other_than=killed)
+        assert wait_for_child(server, "adapters.local_model.runner", other_than=killed)
         assert_next_answer_works(server, headers)
     assert probe.answers > 10
     assert probe.failures == []
@@ -153,7 +153,7 @@ def test_a_model_runner_killed_mid_answer_costs_that_answer_only(server):
 
 def test_a_hung_model_runner_is_replaced_after_the_stall_timeout(server):
     headers = server.headers()
-    hung = wait_for_child(server, "adapters.llm.runner").pid
+    hung = wait_for_child(server, "adapters.local_model.runner").pid
     with HealthProbe(server) as probe:
         started = time.monotonic()
         thread_id, chunks = stream_with_fault(server, headers, signal.SIGSTOP)

@@ -29,17 +29,17 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
 from adapters.postgres.embedded import start_embedded_postgres
-from adapters.queue.worker import RetryPolicy as WorkerRetry
+from adapters.queue.pgqueuer_worker import RetryPolicy as WorkerRetry
 from entrypoints.config import Settings
 from entrypoints.http.app import create_app
 from entrypoints.http.errors import DATABASE_UNAVAILABLE, STORAGE_UNAVAILABLE
 from entrypoints.wiring import dev_identity_provider
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
 from tests.conftest import free_port
 from tests.e2e.serving import BIN, Server
 from tests.http.chat_support import events
 from tests.http.helpers import association
-from tests.http.test_processing import EmbedderOverride
+from tests.http.processing_support import EmbedderOverride
 from tests.http.test_worker_fault import status_of
 from tests.integration.test_chat_model_openai import ScriptedServer, sse_delta, sse_head
 

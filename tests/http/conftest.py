@@ -13,6 +13,8 @@ from entrypoints.http.app import create_app
 from entrypoints.wiring import RecentlySeen, dev_identity_provider
 from tests.fakes.chat import ScriptedChatModel
 from tests.http.chat_support import Holder, ScriptedModels
+from tests.http.helpers import running_worker
+from tests.http.processing_support import EmbedderOverride
 
 
 @pytest.fixture(scope="session")
@@ -97,3 +99,11 @@ async def chat(chat_session, clean, holder) -> AsyncTestClient:
     await forget_members(chat_session)
     holder.model = ScriptedChatModel()
     return chat_session
+
+
+@pytest.fixture
+def worker(settings, database, registry) -> Callable:
+    """A worker on the app's container with the test embedder, as `async with worker():`."""
+    return lambda attempts=3: running_worker(
+        settings, database, EmbedderOverride(registry), attempts=attempts
+    )

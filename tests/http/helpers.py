@@ -8,8 +8,8 @@ from urllib.parse import urlsplit
 
 from litestar.testing import AsyncTestClient
 
-from adapters.queue.worker import RetryPolicy
-from entrypoints.worker import build_worker
+from adapters.queue.pgqueuer_worker import RetryPolicy
+from entrypoints.worker.jobs import build_worker
 from tests.queue_support import running
 
 

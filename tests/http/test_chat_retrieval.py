@@ -20,7 +20,7 @@ from tests.http.chat_support import (
     user_message,
 )
 from tests.http.helpers import make_kb
-from tests.http.test_processing import HANDBOOK, EmbedderOverride, settle, upload, worker  # noqa: F401 (a fixture)
+from tests.http.processing_support import HANDBOOK, EmbedderOverride, settle, upload
 
 
 @pytest.fixture
@@ -33,7 +33,7 @@ async def both(
         yield client, holder
 
 
-async def test_an_agent_cites_the_passages_it_was_given(both, alice, worker):  # noqa: F811
+async def test_an_agent_cites_the_passages_it_was_given(both, alice, worker):
     client, holder = both
     kb = await make_kb(client, alice)
     await upload(client, alice, kb["id"], "handbook.md", "text/markdown", HANDBOOK.encode())

@@ -15,11 +15,11 @@ from datetime import timedelta
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from adapters.queue.worker import RetryPolicy
+from adapters.queue.pgqueuer_worker import RetryPolicy
 from entrypoints.http.app import create_app
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
 from tests.http.helpers import make_kb
-from tests.http.test_processing import EmbedderOverride, settle, upload
+from tests.http.processing_support import EmbedderOverride, settle, upload
 from tests.http.test_worker_fault import BIN
 
 SECTIONS = 9

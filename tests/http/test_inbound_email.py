@@ -19,7 +19,7 @@ from sqlalchemy import text
 from entrypoints.http.app import create_app
 from tests.http.conftest import forget_members
 from tests.http.helpers import make_kb, running_worker
-from tests.http.test_processing import EmbedderOverride, settle
+from tests.http.processing_support import EmbedderOverride, settle
 
 SECRET = "s" * 40
 DOMAIN = "in.example.test"

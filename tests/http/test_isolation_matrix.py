@@ -42,7 +42,7 @@ from tests.http.isolation_world import (
     sample,
     skill_md,
 )
-from tests.http.test_processing import EmbedderOverride
+from tests.http.processing_support import EmbedderOverride
 
 # Operations that take no member's token, each with the reason it is out of the matrix.
 PUBLIC = {

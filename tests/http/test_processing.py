@@ -5,72 +5,26 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 import pytest
 from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from application.ports.embedder import EmbedderRegistry
 from application.ports.structured_extractor import StructuredExtractionFailed, StructuredExtractor
 from entrypoints.http.app import create_app
-from entrypoints.worker import build_worker
-from tests.fakes import FakeEmbedderRegistry, HashingEmbedder
-from tests.http.helpers import association, make_kb, running_worker
-
-HANDBOOK = (
-    "# Holidays\n\nEveryone gets thirty days of paid holiday every year.\n\n"
-    "# Expenses\n\nKeep every receipt and file expenses within a month.\n"
-)
-
-
-class EmbedderOverride(Provider):
-    def __init__(self, registry: FakeEmbedderRegistry) -> None:
-        super().__init__()
-        self._registry = registry
-
-    @provide(scope=Scope.APP)
-    def embedders(self) -> EmbedderRegistry:
-        return self._registry
+from entrypoints.worker.jobs import build_worker
+from tests.fakes import HashingEmbedder
+from tests.http.helpers import make_kb
+from tests.http.processing_support import HANDBOOK, EmbedderOverride, settle, upload
 
 
 @pytest.fixture
 async def client(settings, database, clean, registry) -> AsyncIterator[AsyncTestClient]:
     async with AsyncTestClient(app=create_app(settings, database, EmbedderOverride(registry))) as c:
         yield c
-
-
-@pytest.fixture
-def worker(settings, database, registry) -> Callable:
-    return lambda attempts=3: running_worker(
-        settings, database, EmbedderOverride(registry), attempts=attempts
-    )
-
-
-async def upload(client, who, kb_id, name, content_type, data: bytes) -> dict:
-    response = await client.post(
-        "/upload/presigned",
-        json={"fileName": name, "contentType": content_type, "fileSize": len(data)},
-        headers=who.headers,
-    )
-    presigned = response.json()
-    parts = urlsplit(presigned["uploadUrl"])
-    put = await client.put(
-        f"{parts.path}?{parts.query}", content=data, headers={"Content-Type": content_type}
-    )
-    assert put.status_code == 200, put.text
-    created = await client.post(
-        "/kb/files",
-        json=association(
-            kb_id, presigned, fileName=name, contentType=content_type, fileSize=len(data)
-        ),
-        headers=who.headers,
-    )
-    assert created.status_code == 201, created.text
-    return created.json()["file"]
 
 
 async def until_indexed(client, who, within: float = 30.0) -> dict:
@@ -81,23 +35,6 @@ async def until_indexed(client, who, within: float = 30.0) -> dict:
         if current["status"] != "reindexing":
             return current
         assert time.monotonic() < deadline
-        await asyncio.sleep(0.2)
-
-
-async def settle(client, who, kb_id, count: int = 1, within: float = 30.0) -> list[dict]:
-    """The knowledge base's files once `count` of them are in a terminal state."""
-    deadline = time.monotonic() + within
-    while True:
-        files = (await client.get(f"/kb/files?kbId={kb_id}", headers=who.headers)).json()["files"]
-        done = [
-            f
-            for f in files
-            if f["processingStatus"]
-            in ("completed", "parse_failed", "chunk_failed", "extract_failed")
-        ]
-        if len(done) >= count:
-            return files
-        assert time.monotonic() < deadline, files
         await asyncio.sleep(0.2)
 
 

@@ -7,9 +7,9 @@ import asyncio
 from litestar.testing import AsyncTestClient
 
 from entrypoints.http.app import create_app
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
 from tests.http.helpers import make_kb
-from tests.http.test_processing import settle, upload
+from tests.http.processing_support import settle, upload
 
 POLICY = (
     "# Leave\n\nStaff receive thirty days of paid vacation each calendar year.\n\n"

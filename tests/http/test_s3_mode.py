@@ -48,8 +48,8 @@ async def test_the_worker_processes_files_stored_in_s3(
 ):
     import asyncio
 
-    from entrypoints.worker import build_worker
-    from tests.http.test_processing import HANDBOOK, EmbedderOverride, settle
+    from entrypoints.worker.jobs import build_worker
+    from tests.http.processing_support import HANDBOOK, EmbedderOverride, settle
 
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
     s3.create_bucket(Bucket="ap-worker")

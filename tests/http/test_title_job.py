@@ -14,12 +14,12 @@ from adapters.postgres.agents import PgAgentRepository
 from adapters.postgres.conversations import PgConversationRepository
 from adapters.postgres.database import org_connection
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
-from adapters.queue.worker import RetryPolicy, release_jobs
+from adapters.queue.pgqueuer_worker import RetryPolicy, release_jobs
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.job_queue import generate_title_job
 from domain.agents import NewAgent
 from domain.conversations import NewConversation, TitleSource
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
 from tests.fakes.chat import ScriptedChatModel, ScriptedChatRegistry, text_script
 
 

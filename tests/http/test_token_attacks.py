@@ -34,7 +34,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
 from entrypoints.http.app import create_app
-from entrypoints.http_server import HEAD_TOO_LARGE, BoundedHttpToolsProtocol
+from entrypoints.http.server import HEAD_TOO_LARGE, BoundedHttpToolsProtocol
 from tests.http.conftest import forget_members
 from tests.integration.test_jwks_verifier import JwksServer
 

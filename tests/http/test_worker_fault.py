@@ -17,14 +17,14 @@ from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
-from adapters.queue.worker import RetryPolicy
-from adapters.sandboxed_extraction import SandboxedTextExtractor
+from adapters.extraction.sandbox import SandboxedTextExtractor
+from adapters.queue.pgqueuer_worker import RetryPolicy
 from application.ports.text_extractor import TextExtractor
 from application.use_cases.process_file import TOO_MANY_RUNS
 from entrypoints.http.app import create_app
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
 from tests.http.helpers import make_kb
-from tests.http.test_processing import HANDBOOK, EmbedderOverride, settle, upload
+from tests.http.processing_support import HANDBOOK, EmbedderOverride, settle, upload
 
 BIN = Path(sys.executable).parent / "agent-platform"
 
@@ -133,7 +133,7 @@ class FaultyExtractorOverride(Provider):
     @provide
     def extractor(self) -> Iterator[TextExtractor]:
         sandbox = SandboxedTextExtractor(
-            memory_limit=512 * 2**20, timeout=20, target="tests.faults.extractors:FaultyExtractor"
+            memory_limit=512 * 2**20, timeout=20, target="tests.fakes.extractors:FaultyExtractor"
         )
         yield sandbox
         sandbox.close()

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from adapters.llm.bundled import bundled_smollm2_path
+from adapters.local_model.bundled import bundled_smollm2_path
 from tests.conftest import free_port
 
 

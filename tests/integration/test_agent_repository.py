@@ -9,7 +9,7 @@ from sqlalchemy import text
 
 from adapters.postgres.agents import PgAgentRepository
 from adapters.postgres.database import org_connection
-from adapters.postgres.repositories import PgKnowledgeBaseRepository
+from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from adapters.postgres.skills import PgSkillRepository
 from application.ports.skill_repository import SkillDocument
 from domain.agents import NewAgent

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from adapters.chat.llama_cpp import LlamaCppChatModel
-from adapters.llm.supervisor import STOPPED, RunnerSettings
+from adapters.local_model.runner_client import STOPPED, RunnerSettings
 from application.ports.chat_model import (
     ChatModelError,
     ChatRequest,

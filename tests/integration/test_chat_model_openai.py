@@ -15,8 +15,8 @@ import pytest
 
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import RetryPolicy
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import RetryPolicy
 from application.ports.chat_model import (
     ChatModelError,
     ChatRequest,

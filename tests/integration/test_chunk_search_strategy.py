@@ -14,7 +14,8 @@ from adapters.postgres.chunks import (
     nearest_statement,
 )
 from adapters.postgres.database import org_connection
-from adapters.postgres.repositories import PgFileRepository, PgKnowledgeBaseRepository
+from adapters.postgres.files import PgFileRepository
+from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from domain.chunks import TextChunk
 from tests.integration.test_repositories import new_file, new_kb

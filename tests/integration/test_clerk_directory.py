@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from adapters.identity.clerk_directory import ClerkDirectory
-from adapters.openai.retry import RetryPolicy
+from adapters.openai_gateway.retry import RetryPolicy
 from application.ports.identity_directory import DirectoryUnavailable, IdentityDirectory
 from domain.errors import Conflict
 from domain.members import InvitationStatus

@@ -21,8 +21,8 @@ import httpx
 import pytest
 
 from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import RetryPolicy, retry_after
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import RetryPolicy, retry_after
 from application.ports.embedder import EmbeddingFailed
 
 API_KEY = "sk-test-secret-0123456789"

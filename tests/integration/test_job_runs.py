@@ -21,14 +21,20 @@ from pgqueuer.adapters.drivers.asyncpg import AsyncpgDriver
 from pgqueuer.queries import Queries
 
 from adapters.postgres.database import DEFAULT_APP_ROLE, asyncpg_dsn
-from adapters.queue.worker import JobKind, JobRun, PgQueuerWorker, RetryPolicy, release_jobs
+from adapters.queue.pgqueuer_worker import (
+    JobKind,
+    JobRun,
+    PgQueuerWorker,
+    RetryPolicy,
+    release_jobs,
+)
 from tests.queue_support import running
 
 KIND = "test.job"
 # A worker whose handler never returns, killed once the job is in hand.
 DOOMED = f"""
 import asyncio, sys, uuid
-from adapters.queue.worker import JobKind, PgQueuerWorker
+from adapters.queue.pgqueuer_worker import JobKind, PgQueuerWorker
 
 async def hang(payload, run):
     print("running", flush=True)

@@ -10,7 +10,8 @@ import pytest
 from sqlalchemy import text
 
 from adapters.postgres.database import org_connection
-from adapters.postgres.repositories import PgFileRepository, PgKnowledgeBaseRepository
+from adapters.postgres.files import PgFileRepository
+from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from domain.files import ProcessingStatus
 from tests.integration.test_repositories import new_file, new_kb
 

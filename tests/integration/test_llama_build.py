@@ -13,7 +13,7 @@ from pathlib import Path
 import llama_cpp
 import pytest
 
-from adapters.llm.cpu_features import (
+from adapters.local_model.cpu_features import (
     PORTABLE_X86,
     X86_FLAGS,
     compiled_features,

@@ -11,16 +11,11 @@ import asyncpg
 import pytest
 from sqlalchemy import text
 
+from adapters.postgres.audit_log import PgAuditLog
 from adapters.postgres.database import org_connection
-from adapters.postgres.members import (
-    INVITATION_PENDING,
-    PgAuditLog,
-    PgIdentityDirectory,
-    PgMembershipRemovals,
-    PgWebhookReceipts,
-    prune_webhook_receipts,
-)
-from adapters.postgres.repositories import PgMemberDirectory
+from adapters.postgres.members import INVITATION_PENDING, PgIdentityDirectory, PgMemberDirectory
+from adapters.postgres.membership_removals import PgMembershipRemovals
+from adapters.postgres.webhook_receipts import PgWebhookReceipts, prune_webhook_receipts
 from domain.audit import MEMBER_REMOVED, NewAuditEntry
 from domain.errors import Conflict
 from domain.identity import ADMIN_ROLE, MEMBER_ROLE, Identity

@@ -10,11 +10,9 @@ import pytest
 from sqlalchemy import text
 
 from adapters.postgres.database import org_connection
-from adapters.postgres.repositories import (
-    PgFileRepository,
-    PgKnowledgeBaseRepository,
-    PgMemberDirectory,
-)
+from adapters.postgres.files import PgFileRepository
+from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
+from adapters.postgres.members import PgMemberDirectory
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from application.ports.job_queue import Job
 from domain.errors import Conflict

@@ -1,4 +1,4 @@
-"""`serve`'s HTTP protocol (uvicorn + httptools, `entrypoints.http_server`) refuses a request
+"""`serve`'s HTTP protocol (uvicorn + httptools, `entrypoints.http.server`) refuses a request
 head over 64 KiB with 431 before the app runs, on a real socket (issue 12)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import uvicorn
 
-from entrypoints.http_server import HEAD_TOO_LARGE, MAX_REQUEST_HEAD, BoundedHttpToolsProtocol
+from entrypoints.http.server import HEAD_TOO_LARGE, MAX_REQUEST_HEAD, BoundedHttpToolsProtocol
 
 READ_SIZE = 256 * 1024  # the most an event loop's transport reads at once
 

@@ -12,8 +12,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from adapters.llm.supervisor import RunnerProgress
-from adapters.supervision import cpu_seconds
+from adapters.child_processes import cpu_seconds
+from adapters.local_model.runner_client import RunnerProgress
 
 SPIN = "while True: pass"
 

@@ -20,8 +20,8 @@ from domain.agents import NewAgent
 from domain.identity import ADMIN_ROLE, Identity
 from domain.schedules import NewScheduledTask
 from entrypoints.config import Settings
-from entrypoints.scheduler import claim_due_tasks
 from entrypoints.wiring import make_container
+from entrypoints.worker.scheduler import claim_due_tasks
 from tests.fakes.basics import FakeClock
 from tests.integration.scheduler_process import ClockAt
 

@@ -13,9 +13,9 @@ import pytest
 
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
-from adapters.llm.supervisor import RunnerSettings
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import RetryPolicy
+from adapters.local_model.runner_client import RunnerSettings
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import RetryPolicy
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
 from tests.fakes.chat import unmetered

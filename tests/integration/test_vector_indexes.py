@@ -20,7 +20,7 @@ from adapters.postgres.vector_indexes import (
 )
 from application.ports.chunk_repository import SearchScope
 from entrypoints.config import Settings
-from entrypoints.worker import vector_indexer
+from entrypoints.worker.jobs import vector_indexer
 from tests.integration.test_chunk_search_strategy import (
     DIMS,
     INDEX,

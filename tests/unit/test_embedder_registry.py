@@ -11,8 +11,8 @@ import pytest
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
 from adapters.embeddings.registry import DefaultEmbedderRegistry
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import RetryPolicy
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import RetryPolicy
 from application.ports.embedder import EmbeddingFailed
 
 

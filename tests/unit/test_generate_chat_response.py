@@ -14,7 +14,7 @@ from application.agent.inline_skills import InlineSkills
 from application.agent.tool_calls import TOOL_RESULT_CHARS
 from application.metering import MeteredCall, Reservation
 from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
-from application.ports.chat_launcher import CANCEL_REQUESTED
+from application.ports.background_tasks import CANCEL_REQUESTED
 from application.ports.chat_model import (
     ChatModelError,
     Finished,

@@ -15,9 +15,9 @@ import pytest
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
-from adapters.llm.supervisor import RunnerSettings
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import RetryPolicy
+from adapters.local_model.runner_client import RunnerSettings
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import RetryPolicy
 from application.ports.chat_model import (
     ChatModelError,
     ChatModelUnavailable,

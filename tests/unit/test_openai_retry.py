@@ -12,8 +12,8 @@ from email.utils import format_datetime
 import httpx
 import pytest
 
-from adapters.openai.gateway import OpenAIGateway, ProviderError
-from adapters.openai.retry import (
+from adapters.openai_gateway.gateway import OpenAIGateway, ProviderError
+from adapters.openai_gateway.retry import (
     GaveUp,
     Retryable,
     RetryPolicy,

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapters.llm.supervisor import STOPPED
+from adapters.local_model.runner_client import STOPPED
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.chat_model import (
     ChatModel,

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from adapters.chat.registry import DefaultChatModelRegistry
-from adapters.openai.gateway import OpenAIGateway
+from adapters.openai_gateway.gateway import OpenAIGateway
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.structured_extractor import StructuredExtractionFailed
 from tests.fakes.chat import unmetered
@@ -39,7 +39,7 @@ SCRIPT = textwrap.dedent(
 
     from adapters.chat.registry import DefaultChatModelRegistry
     from adapters.embeddings.registry import DefaultEmbedderRegistry
-    from adapters.openai.gateway import OpenAIGateway
+    from adapters.openai_gateway.gateway import OpenAIGateway
     from adapters.structured.chat_extractor import ChatStructuredExtractor
     from application.ports.chat_model import ChatModelUnavailable, ChatRequest, ChatTurn
     from application.ports.embedder import EmbeddingFailed

@@ -11,8 +11,8 @@ import uuid
 
 import psutil
 
-from adapters.supervision import Backoff
-from entrypoints.supervisor import RECYCLE_EXIT, WorkerSupervisor
+from adapters.child_processes import Backoff
+from entrypoints.worker.supervisor import RECYCLE_EXIT, WorkerSupervisor
 
 SLEEPER = (sys.executable, "-c", "import time; time.sleep(120)")
 

@@ -1,19 +1,19 @@
 """`ChatModel` for the bundled SmolLM2, run by llama-cpp-python in a supervised runner process
-(`adapters.llm.runner`), never in the process that calls it.
+(`adapters.local_model.runner`), never in the process that calls it.
 
 The runner is started once (`start`, or the first call) and keeps the model loaded. Calls take
 turns on it; closing the event iterator stops the generation at the next token. If the runner
 crashes, hangs or runs out of memory, the call in progress raises `ChatModelError` with
 "The local model stopped unexpectedly." and the runner is started again for the next one. A
-prompt longer than the context loses its oldest turns first (see `adapters.llm.engine`).
+prompt longer than the context loses its oldest turns first (see `adapters.local_model.engine`).
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
 
-from adapters.llm.protocol import Delta
-from adapters.llm.supervisor import LocalModelRunner, RunnerFailure, RunnerSettings
+from adapters.local_model.protocol import Delta
+from adapters.local_model.runner_client import LocalModelRunner, RunnerFailure, RunnerSettings
 from application.ports.chat_model import (
     ChatEvent,
     ChatModelError,

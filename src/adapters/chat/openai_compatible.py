@@ -5,9 +5,9 @@ The answer is asked for with `stream: true` and `stream_options: {include_usage:
 server that refuses an optional field (`stream_options`, `max_tokens` as OpenAI's newer models
 do, or a `json_schema` response format) is asked again without it, and the instance remembers
 (see `openai_request`). 408, 409, 429 and 5xx answers and failed connections are retried with
-the gateway's backoff (`adapters.openai.retry`), but only before the answer began: nothing the
-consumer already received is ever repeated. Every failure ends in `ChatModelError` with a
-message fit for the member: no URL, no key, no trace. The events are read by `openai_stream`.
+the gateway's backoff (`adapters.openai_gateway.retry`), but only before the answer began:
+nothing the consumer already received is ever repeated. Every failure ends in `ChatModelError`
+with a message fit for the member: no URL, no key, no trace. The events are read by `openai_stream`.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from adapters.chat.openai_stream import (
     line_events,
     whole_answer_events,
 )
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import (
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import (
     CHAT_RETRY,
     GaveUp,
     Retryable,

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from adapters.openai.gateway import OpenAIGateway
+from adapters.openai_gateway.gateway import OpenAIGateway
 from application.ports.chat_model import (
     ChatEvent,
     ChatModelError,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import threading
 
 from adapters.chat.openai_compatible import OpenAIChatModel
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import CHAT_RETRY, RetryPolicy
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import CHAT_RETRY, RetryPolicy
 from adapters.optional import LOCAL_CHAT_PACKAGES, LOCAL_EXTRA, missing
 from application.ports.chat_model import ChatModel, ChatModelUnavailable
 from domain.models import LOCAL_CHAT_MODELS

@@ -2,7 +2,7 @@
 the shared `OpenAIGateway`.
 
 Texts go out in batches. Timeouts, connection errors, 408, 409, 429 and 5xx answers are retried
-with the gateway's backoff (`adapters.openai.retry`: exponential with jitter, or after the
+with the gateway's backoff (`adapters.openai_gateway.retry`: exponential with jitter, or after the
 provider's `Retry-After`), a bounded number of times. A batch refused as too long is split in
 half and each half retried, down to single texts; a single text still too long, any other 4xx
 and any malformed answer end in `EmbeddingFailed`.
@@ -16,8 +16,8 @@ from typing import Any
 
 import httpx
 
-from adapters.openai.gateway import OpenAIGateway, ProviderError
-from adapters.openai.retry import (
+from adapters.openai_gateway.gateway import OpenAIGateway, ProviderError
+from adapters.openai_gateway.retry import (
     EMBEDDING_RETRY,
     GaveUp,
     Retryable,

@@ -12,8 +12,8 @@ from adapters.embeddings.local import (
     bundled_minilm_path,
 )
 from adapters.embeddings.openai_compatible import OpenAICompatibleEmbedder
-from adapters.openai.gateway import OpenAIGateway
-from adapters.openai.retry import EMBEDDING_RETRY, RetryPolicy
+from adapters.openai_gateway.gateway import OpenAIGateway
+from adapters.openai_gateway.retry import EMBEDDING_RETRY, RetryPolicy
 from adapters.optional import LOCAL_EMBEDDING_PACKAGES, LOCAL_EXTRA, missing
 from application.ports.embedder import Embedder, EmbeddingFailed
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS, MAX_EMBEDDING_DIMENSIONS

@@ -16,7 +16,7 @@ write got in between, patched again from what Clerk answered. A JSON null inside
 cannot be stored through a merge (it means "remove"), so such keys end up absent.
 
 429 (after its `Retry-After`, which also pauses every other call of this directory), 408,
-5xx, timeouts and connection errors are retried with backoff (`adapters.openai.retry`), then
+5xx, timeouts and connection errors are retried with backoff (`adapters.openai_gateway.retry`), then
 end in `DirectoryUnavailable`, whose message names the HTTP status and Clerk's error code but
 never the secret key or a response body. At most `max_concurrency` requests are in flight.
 When an earlier attempt may have been carried out (a 5xx or timeout after sending), a
@@ -38,7 +38,7 @@ import httpx
 import structlog
 
 from adapters.identity import clerk_shapes as shapes
-from adapters.openai.retry import GaveUp, Retryable, RetryPolicy, retry_after
+from adapters.openai_gateway.retry import GaveUp, Retryable, RetryPolicy, retry_after
 from application.ports.identity_directory import DirectoryUnavailable
 from domain.errors import Conflict
 from domain.members import (

@@ -1,6 +1,6 @@
 """`AgentRepository` on an organization-scoped asyncpg connection.
 
-As in `repositories.py`: fixed statements, every one filtering by `org_id` (row-level
+As in `knowledge_bases.py`: fixed statements, every one filtering by `org_id` (row-level
 security is the second wall), rows read by position. An agent is read with its knowledge-base
 ids (in link order) and its tags (by name) in one statement, whether one agent or a list. Its
 skill ids are read as the stored ones that are active skills of the organization, in stored

@@ -1,6 +1,6 @@
 """`ConversationRepository` on an organization-scoped asyncpg connection.
 
-Same habits as `repositories`: fixed statements, positional rows, `org_id` in every statement.
+Same habits as `knowledge_bases`: fixed statements, positional rows, `org_id` in every statement.
 Ids are uuids in the database and canonical lower-case strings everywhere else. Writes that
 hang off a conversation (messages, runs) select the conversation in the same statement, so a
 thread of another organization is never written to, whatever the foreign keys would allow.

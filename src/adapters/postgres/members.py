@@ -1,10 +1,11 @@
-"""The local identity directory, membership removals, the audit log and webhook receipts, on an
-organization-scoped asyncpg connection.
+"""The organization's members in Postgres, on an organization-scoped asyncpg connection: the
+`MemberDirectory` (who has been seen, kept current from their tokens) and the local
+`IdentityDirectory` (what an admin reads and changes when no identity provider is configured).
 
-As in `repositories.py`: fixed statements, each filtering by `org_id` (row-level security is
-the second wall), rows read by position. The local directory's members are the rows of
-`memberships`: removing one deletes the row, and its metadata with it, so that a member added
-again (by `PgMemberDirectory.record_seen`) starts with empty metadata.
+Fixed statements, each filtering by `org_id` (row-level security is the second wall), rows read
+by position. The local directory's members are the rows of `memberships`: removing one deletes
+the row, and its metadata with it, so that a member added again (by
+`PgMemberDirectory.record_seen`) starts with empty metadata.
 
 An invitation's stored status is `pending` until it is accepted or revoked; a pending one past
 `expires_at` reads `expired`, and is marked so when its e-mail is invited again (the partial
@@ -15,14 +16,12 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
-import asyncpg
-
 from adapters.postgres.database import OrgConnection
-from domain.audit import AuditEntry, NewAuditEntry
 from domain.errors import Conflict
+from domain.identity import MEMBER_ROLE, Identity
 from domain.members import (
     INVITATION_PENDING,
     NOT_A_MEMBER,
@@ -69,23 +68,40 @@ REVOKE_INVITATION = """
     WHERE org_id = $1 AND id = $2 AND status = 'pending' AND expires_at > now()
     RETURNING id"""
 
-INSERT_AUDIT = """
-    INSERT INTO audit_log (org_id, actor_user_id, action, target_type, target_id, details)
-    VALUES ($1, $2, $3, $4, $5, $6)"""
-PAGE_AUDIT = """
-    SELECT id, at, actor_user_id, action, target_type, target_id, details FROM audit_log
-    WHERE org_id = $1 AND ($3::bigint IS NULL OR id < $3)
-    ORDER BY id DESC LIMIT $2"""
-
-RECORD_REMOVAL = """
-    INSERT INTO membership_removals AS r (org_id, user_id, removed_at) VALUES ($1, $2, $3)
-    ON CONFLICT (org_id, user_id) DO UPDATE
-    SET removed_at = GREATEST(r.removed_at, excluded.removed_at)"""
-REMOVED_AT = "SELECT removed_at FROM membership_removals WHERE org_id = $1 AND user_id = $2"
-
-FIRST_RECEIPT = """
-    INSERT INTO webhook_receipts (message_id, received_at) VALUES ($1, $2)
-    ON CONFLICT (message_id) DO NOTHING RETURNING message_id"""
+UPSERT_ORGANIZATION = """
+    INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $2, $2)
+    ON CONFLICT (org_id) DO NOTHING"""
+FORGET_MEMBERSHIP = "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2 RETURNING user_id"
+UPSERT_MEMBERSHIP = """
+    INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+        last_sign_in_at, created_at, updated_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $7)
+    ON CONFLICT (org_id, user_id) DO UPDATE SET
+        email = coalesce(excluded.email, memberships.email),
+        first_name = coalesce(excluded.first_name, memberships.first_name),
+        last_name = coalesce(excluded.last_name, memberships.last_name),
+        role = excluded.role,
+        last_sign_in_at = excluded.last_sign_in_at,
+        updated_at = excluded.updated_at"""
+# The invitation becomes accepted and the member takes its role, whether `record_seen` made
+# the membership already or does so after; the organization is made too if it is new, as the
+# membership refers to it.
+ACCEPT_INVITATION = """
+    WITH accepted AS (
+        UPDATE invitations SET status = 'accepted', accepted_at = $3, accepted_user_id = $2
+        WHERE org_id = $1 AND lower(email) = lower($4) AND status = 'pending' AND expires_at > $3
+        RETURNING id, email, role, status, inviter_user_id, created_at, expires_at
+    ), organization AS (
+        INSERT INTO organizations (org_id, created_at, updated_at)
+        SELECT $1, $3, $3 FROM accepted ON CONFLICT (org_id) DO NOTHING
+    ), member AS (
+        INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+            last_sign_in_at, created_at, updated_at)
+        SELECT $1, $2, $4, $5, $6, a.role, $3, $3, $3 FROM accepted a
+        ON CONFLICT (org_id, user_id) DO UPDATE SET
+            role = excluded.role, updated_at = excluded.updated_at
+    )
+    SELECT * FROM accepted"""
 
 
 def new_invitation_id() -> str:
@@ -105,13 +121,6 @@ def invitation(r: Any) -> Invitation:
     return Invitation(
         id=r[0], email=r[1], role=r[2], status=InvitationStatus(r[3]), inviter_user_id=r[4],
         created_at=r[5], expires_at=r[6],
-    )  # fmt: skip
-
-
-def _entry(r: Any) -> AuditEntry:
-    return AuditEntry(
-        id=r[0], at=r[1], actor_user_id=r[2], action=r[3], target_type=r[4], target_id=r[5],
-        details=dict(r[6]),
     )  # fmt: skip
 
 
@@ -172,54 +181,29 @@ class PgIdentityDirectory:
         return bool(await self._db.fetch_in_transaction(REVOKE_INVITATION, org_id, invitation_id))
 
 
-class PgAuditLog:
-    """`AuditLog` in Postgres: an entry's time is its transaction's (`now()`), and its id,
-    which only grows, orders the log and is the page cursor."""
+class PgMemberDirectory:
+    """`MemberDirectory` in Postgres: upserts of the organization and the membership, and the
+    acceptance of a pending invitation of the local directory."""
 
     def __init__(self, db: OrgConnection) -> None:
         self._db = db
 
-    async def record(self, entry: NewAuditEntry) -> None:
+    async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
+        assert identity.org_id
+        await self._db.execute(UPSERT_ORGANIZATION, identity.org_id, seen_at)
         await self._db.execute(
-            INSERT_AUDIT, entry.org_id, entry.actor_user_id, entry.action, entry.target_type,
-            entry.target_id, dict(entry.details),
+            UPSERT_MEMBERSHIP, identity.org_id, identity.user_id, identity.email,
+            identity.first_name, identity.last_name, identity.role or MEMBER_ROLE, seen_at,
         )  # fmt: skip
 
-    async def page(self, org_id: str, *, limit: int, before_id: int | None) -> list[AuditEntry]:
-        rows = await self._db.fetch(PAGE_AUDIT, org_id, limit, before_id)
-        return [_entry(r) for r in rows]
+    async def forget(self, org_id: str, user_id: str) -> bool:
+        return bool(await self._db.fetch_in_transaction(FORGET_MEMBERSHIP, org_id, user_id))
 
-
-class PgMembershipRemovals:
-    """`MembershipRemovals` in Postgres: a removal only ever moves forward (`GREATEST`), so an
-    older one delivered late (a webhook) never re-admits tokens a newer one refused."""
-
-    def __init__(self, db: OrgConnection) -> None:
-        self._db = db
-
-    async def record(self, org_id: str, user_id: str, removed_at: datetime) -> None:
-        await self._db.execute(RECORD_REMOVAL, org_id, user_id, removed_at)
-
-    async def removed_at(self, org_id: str, user_id: str) -> datetime | None:
-        rows = await self._db.fetch(REMOVED_AT, org_id, user_id)
-        return rows[0][0] if rows else None
-
-
-class PgWebhookReceipts:
-    """`WebhookReceipts` in Postgres: one row per message id, across organizations (the table
-    has no row-level security). A concurrent delivery of the same id waits for the first one's
-    transaction: it is a redelivery if that one commits, a first time if it rolls back."""
-
-    def __init__(self, db: OrgConnection) -> None:
-        self._db = db
-
-    async def first_time(self, message_id: str, received_at: datetime) -> bool:
-        return bool(await self._db.fetch_in_transaction(FIRST_RECEIPT, message_id, received_at))
-
-
-async def prune_webhook_receipts(connection: asyncpg.Connection, older_than: timedelta) -> int:
-    """Drop the receipts of webhook messages received longer than `older_than` ago; how many."""
-    status: str = await connection.execute(
-        "DELETE FROM webhook_receipts WHERE received_at < now() - $1::interval", older_than
-    )
-    return int(status.rsplit(" ", 1)[-1])
+    async def accept_invitation(self, identity: Identity, at: datetime) -> Invitation | None:
+        if not identity.org_id or not identity.email:
+            return None
+        rows = await self._db.fetch_in_transaction(
+            ACCEPT_INVITATION, identity.org_id, identity.user_id, at, identity.email,
+            identity.first_name, identity.last_name,
+        )  # fmt: skip
+        return invitation(rows[0]) if rows else None

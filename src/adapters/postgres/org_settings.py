@@ -3,7 +3,7 @@ connection: one row per organization in `org_settings` (migration 0009), its `se
 contract's JSON object; spend per period from the `usage_daily` roll-up, with the usage
 ledger's own statement.
 
-As in `repositories.py`, each statement filters by `org_id` too; row-level security is the
+As in `knowledge_bases.py`, each statement filters by `org_id` too; row-level security is the
 second wall.
 """
 

@@ -1,6 +1,6 @@
 """`SkillRepository` on an organization-scoped asyncpg connection.
 
-As in `repositories.py`: fixed statements, every one filtering by `org_id` (row-level security
+As in `knowledge_bases.py`: fixed statements, every one filtering by `org_id` (row-level security
 is the second wall) and by `deleted_at IS NULL` (a soft-deleted skill is a missing one), rows
 read by position. A skill's `file_count` is its bundled files plus its SKILL.md. Every change of
 SKILL.md or of a file record raises the skill's version in the same statement.

@@ -17,7 +17,7 @@ from typing import Any
 
 import jsonschema
 
-from adapters.llm.supervisor import STOPPED
+from adapters.local_model.runner_client import STOPPED
 from application.ports.chat_model import (
     CallMeter,
     ChatModel,

@@ -3,7 +3,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from application.ports.chat_launcher import BackgroundTasks
+from application.ports.background_tasks import BackgroundTasks
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork

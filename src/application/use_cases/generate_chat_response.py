@@ -13,7 +13,7 @@ from application.agent.progress import Progress
 from application.agent.prompt import latest_user_text, prompt_turns, search_passages
 from application.agent.tool_calls import run_tool_call
 from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
-from application.ports.chat_launcher import CANCEL_REQUESTED
+from application.ports.background_tasks import CANCEL_REQUESTED
 from application.ports.chat_model import (
     DEFAULT_MAX_OUTPUT_TOKENS,
     ChatModel,

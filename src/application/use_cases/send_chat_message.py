@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from application.metering import MeteredCall, Reservation, SpendMeter
 from application.ports.agent_repository import AgentRepository
-from application.ports.chat_launcher import BackgroundTasks
+from application.ports.background_tasks import BackgroundTasks
 from application.ports.chat_model import ChatModelError, ChatModelRegistry
 from application.ports.chat_streams import ChatStreams
 from application.ports.conversation_repository import ConversationRepository

@@ -36,7 +36,7 @@ PUBLIC_PATHS = (
     r"^/webhooks/inbound-email$",  # signed by the mail provider instead
 )
 # Names and values of a request's headers together; `serve` refuses a larger head before it
-# reaches the app (entrypoints.http_server), this holds under any other server.
+# reaches the app (entrypoints.http.server), this holds under any other server.
 MAX_HEADER_BYTES = 64 * 1024
 HEADERS_TOO_LARGE = "Request Header Fields Too Large"
 _AUTHENTICATED_SCOPES = frozenset({ScopeType.HTTP, ScopeType.WEBSOCKET})

@@ -22,7 +22,7 @@ from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.cancel_listener import PgCancelListener
 from application.agent.inline_skills import InlineSkills
 from application.metering import SpendMeter
-from application.ports.chat_launcher import BackgroundTasks
+from application.ports.background_tasks import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreams

@@ -11,7 +11,7 @@ from dishka import AsyncContainer, Provider, Scope, from_context, provide
 from adapters.identity.dev_provider import DEV_ISSUER, DevIdentityProvider
 from adapters.identity.jwks import JwksTokenVerifier, http_jwks_fetcher, static_jwks_fetcher
 from adapters.postgres.database import OrgConnection
-from adapters.postgres.repositories import PgMemberDirectory
+from adapters.postgres.members import PgMemberDirectory
 from application.ports.member_directory import MemberDirectory
 from application.ports.token_verifier import TokenVerifier
 from application.use_cases.record_member_seen import RecordMemberSeen

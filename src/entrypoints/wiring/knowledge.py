@@ -9,11 +9,12 @@ import structlog
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.chunking.llama_index_chunker import LlamaIndexChunker
+from adapters.extraction.sandbox import SandboxedTextExtractor
 from adapters.postgres.chunks import PgChunkRepository
 from adapters.postgres.embedding_parts import PgEmbeddingParts
-from adapters.postgres.repositories import PgFileRepository, PgKnowledgeBaseRepository
+from adapters.postgres.files import PgFileRepository
+from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
-from adapters.sandboxed_extraction import SandboxedTextExtractor
 from application.ports.chunk_repository import ChunkRepository
 from application.ports.chunker import Chunker
 from application.ports.embedding_parts import EmbeddingParts

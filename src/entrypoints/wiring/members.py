@@ -9,13 +9,11 @@ from dishka import Provider, Scope, provide, provide_all
 
 from adapters.identity.clerk_directory import ClerkDirectory
 from adapters.identity.svix_webhook import SvixWebhookVerifier
+from adapters.postgres.audit_log import PgAuditLog
 from adapters.postgres.database import OrgConnection
-from adapters.postgres.members import (
-    PgAuditLog,
-    PgIdentityDirectory,
-    PgMembershipRemovals,
-    PgWebhookReceipts,
-)
+from adapters.postgres.members import PgIdentityDirectory
+from adapters.postgres.membership_removals import PgMembershipRemovals
+from adapters.postgres.webhook_receipts import PgWebhookReceipts
 from application.ports.audit_log import AuditLog
 from application.ports.identity_directory import IdentityDirectory
 from application.ports.membership_removals import MembershipRemovals

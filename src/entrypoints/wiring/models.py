@@ -12,8 +12,8 @@ from dishka import Provider, Scope, provide
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
 from adapters.embeddings.registry import DefaultEmbedderRegistry
-from adapters.llm.supervisor import RunnerSettings
-from adapters.openai.gateway import OpenAIGateway
+from adapters.local_model.runner_client import RunnerSettings
+from adapters.openai_gateway.gateway import OpenAIGateway
 from adapters.structured.chat_extractor import ChatStructuredExtractor
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.embedder import EmbedderRegistry

@@ -4,7 +4,7 @@ Every tenant table carries `org_id`, which row-level security filters on. The mo
 Alembic's autogenerate compares the database with (`migrations/env.py`): a schema change is
 made here first, then written as a migration (see `tests/integration/test_schema_models.py`,
 which holds the two equal). The request path reads and writes the tables with SQL on asyncpg
-(see `repositories`), not through these classes.
+(see `knowledge_bases`), not through these classes.
 
 Importing this package registers every table in `metadata`. Not declared here, because no
 model can say them: row-level security, its policies and the grants, the SQL functions

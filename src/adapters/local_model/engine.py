@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from adapters.llm.bundled import bundled_smollm2_path
+from adapters.local_model.bundled import bundled_smollm2_path
 
 DEFAULT_CONTEXT_TOKENS = 4096
 # Tokens of the chat template around one message (`<|im_start|>role\n ... <|im_end|>\n`).

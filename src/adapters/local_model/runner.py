@@ -1,12 +1,12 @@
 """The local-model runner: a child process that loads the bundled model once and answers its
-parent's requests over its standard input and output (`adapters.llm.protocol`).
+parent's requests over its standard input and output (`adapters.local_model.protocol`).
 
 It exists so that native code (llama.cpp) that crashes, hangs or runs out of memory takes
-down this process only: the parent (`adapters.llm.supervisor`) fails the answer in progress
-and starts a new runner. One request runs at a time; a `Cancel` stops it at the next token.
+down this process only: the parent (`adapters.local_model.runner_client`) fails the answer in
+progress and starts a new runner. One request runs at a time; a `Cancel` stops it at the next token.
 The runner exits as soon as its input closes, so it never outlives its parent.
 
-    python -m adapters.llm.runner --threads 2 --n-ctx 4096 [--memory-limit BYTES]
+    python -m adapters.local_model.runner --threads 2 --n-ctx 4096 [--memory-limit BYTES]
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import traceback
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from adapters.llm.protocol import (
+from adapters.local_model.protocol import (
     HEADER,
     MAX_FRAME,
     Cancel,
@@ -37,7 +37,7 @@ from adapters.llm.protocol import (
 )
 
 if TYPE_CHECKING:
-    from adapters.llm.engine import LlamaEngine
+    from adapters.local_model.engine import LlamaEngine
 
 FAILED = "The local model failed to answer."
 EXIT_UNSUPPORTED_CPU = 3
@@ -95,7 +95,7 @@ def _emit(output: _Output, request_id: int, text: str) -> None:
 def _serve(
     engine: LlamaEngine, output: _Output, input_fd: int, requests: queue.SimpleQueue[Generate]
 ) -> None:
-    from adapters.llm.engine import EngineError
+    from adapters.local_model.engine import EngineError
 
     cancelled: set[int] = set()
     threading.Thread(
@@ -124,7 +124,7 @@ def _serve(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="adapters.llm.runner")
+    parser = argparse.ArgumentParser(prog="adapters.local_model.runner")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=4096)
     parser.add_argument("--memory-limit", type=int, default=0, help="bytes of address space")
@@ -142,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         resource.setrlimit(resource.RLIMIT_AS, (args.memory_limit, args.memory_limit))
 
-    from adapters.llm.cpu_features import unsupported_features
+    from adapters.local_model.cpu_features import unsupported_features
 
     missing = unsupported_features()
     if missing:
@@ -152,7 +152,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_UNSUPPORTED_CPU
-    from adapters.llm.engine import LlamaEngine
+    from adapters.local_model.engine import LlamaEngine
 
     try:
         engine = LlamaEngine(threads=args.threads, n_ctx=args.n_ctx)

@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 import structlog
 
-from adapters.supervision import Backoff, describe_exit, resident_bytes
+from adapters.child_processes import Backoff, describe_exit, resident_bytes
 
 log = structlog.get_logger("agent_platform.supervisor")
 

@@ -11,7 +11,7 @@ from typing import Any
 import structlog
 from dishka import AsyncContainer
 
-from application.ports.chat_launcher import BackgroundTasks
+from application.ports.background_tasks import BackgroundTasks
 from application.ports.clock import Clock
 from application.ports.scheduled_tasks import DueTasks
 from application.use_cases.claim_scheduled_task import (

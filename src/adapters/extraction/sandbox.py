@@ -9,7 +9,7 @@ error until the file's last attempt. Children are reused from file to file and r
 `max_files`, or once they hold more than half of `memory_limit` after a file (memory a parser
 keeps is given back by ending its process).
 
-The child is this module run as a program (`python -m adapters.sandboxed_extraction TARGET`);
+The child is this module run as a program (`python -m adapters.extraction.sandbox TARGET`);
 TARGET (`module:attribute`) names a factory of the `TextExtractor` it runs. The two speak
 pickled frames over the child's standard input and output: both sides are this code.
 """
@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import IO, Any
 
-from adapters.supervision import describe_exit, resident_bytes
+from adapters.child_processes import describe_exit, resident_bytes
 from application.ports.text_extractor import ExtractorCrashed, TextExtractor
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 
@@ -83,7 +83,7 @@ def _read_frame(stream: IO[bytes]) -> Any:
 class _Child:
     def __init__(self, target: str) -> None:
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "adapters.sandboxed_extraction", target],
+            [sys.executable, "-m", "adapters.extraction.sandbox", target],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},

@@ -3,7 +3,7 @@
 llama.cpp reports the instruction sets it was compiled for (`llama_print_system_info`); a
 build made with `-march=native` on another machine may use some this CPU lacks, and then dies
 on its first matrix product. `make install` checks this once (`python -m
-adapters.llm.cpu_features`), and the local-model runner checks it before it loads a model.
+adapters.local_model.cpu_features`), and the local-model runner checks it before it loads a model.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Starts and watches the local-model runner (`adapters.llm.runner`) and speaks to it.
+"""Starts and watches the local-model runner (`adapters.local_model.runner`) and speaks to it.
 
 The runner is a child of the process that needs it (the server, or a worker). It is started
 once and kept loaded, so an answer pays no load; when it exits, crashes or stops sending
@@ -23,7 +23,8 @@ from typing import Any
 
 import structlog
 
-from adapters.llm.protocol import (
+from adapters.child_processes import Backoff, cpu_seconds, describe_exit
+from adapters.local_model.protocol import (
     HEADER,
     MAX_FRAME,
     Cancel,
@@ -37,7 +38,6 @@ from adapters.llm.protocol import (
     frame,
     from_runner,
 )
-from adapters.supervision import Backoff, cpu_seconds, describe_exit
 
 STOPPED = "The local model stopped unexpectedly."
 NOT_STARTED = "The local model could not be started."
@@ -297,7 +297,7 @@ class LocalModelRunner:
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
-            "adapters.llm.runner",
+            "adapters.local_model.runner",
             "--threads",
             str(settings.threads),
             "--n-ctx",

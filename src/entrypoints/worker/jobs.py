@@ -23,9 +23,9 @@ from dishka import AsyncContainer, Provider
 
 from adapters.embeddings.local import LocalSentenceTransformerEmbedder
 from adapters.postgres.database import asyncpg_dsn
-from adapters.postgres.members import prune_webhook_receipts
 from adapters.postgres.vector_indexes import keep_vector_indexes, owns_chunks
-from adapters.queue.worker import (
+from adapters.postgres.webhook_receipts import prune_webhook_receipts
+from adapters.queue.pgqueuer_worker import (
     JobHandler,
     JobKind,
     JobRun,
@@ -58,8 +58,8 @@ from domain.identity import ADMIN_ROLE, Identity
 from domain.models import KNOWN_EMBEDDING_DIMENSIONS
 from entrypoints.config import Settings
 from entrypoints.database import Database
-from entrypoints.scheduler import claim_due_tasks, run_scheduled_task
 from entrypoints.wiring import make_container
+from entrypoints.worker.scheduler import claim_due_tasks, run_scheduled_task
 
 WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)

@@ -11,11 +11,11 @@ import time
 import psutil
 import pytest
 
-from adapters.sandboxed_extraction import SandboxedTextExtractor
+from adapters.extraction.sandbox import SandboxedTextExtractor
 from application.ports.text_extractor import ExtractorCrashed
 from domain.extraction import ExtractionFailed, ExtractionLimits
 
-FAULTY = "tests.faults.extractors:FaultyExtractor"
+FAULTY = "tests.fakes.extractors:FaultyExtractor"
 TEXT = b"# Holidays\n\nEveryone gets 30 days.\n"
 
 
@@ -99,7 +99,7 @@ def test_a_child_at_work_dies_with_the_worker_that_started_it(tmp_path):
     script = tmp_path / "worker.py"
     script.write_text(
         "import threading, time\n"
-        "from adapters.sandboxed_extraction import SandboxedTextExtractor\n"
+        "from adapters.extraction.sandbox import SandboxedTextExtractor\n"
         "from domain.extraction import ExtractionLimits\n"
         f"sandbox = SandboxedTextExtractor(memory_limit=2**29, target={FAULTY!r})\n"
         "threading.Thread(target=sandbox.extract, args=(b'x',), kwargs=dict(\n"

@@ -1,5 +1,5 @@
 """The job worker's process: `serve`'s supervised worker child (started and watched by
-`entrypoints.supervisor`) and `agent-platform worker` itself, with what a supervised worker
+`entrypoints.worker.supervisor`) and `agent-platform worker` itself, with what a supervised worker
 does on its side (stop with its parent, recycle itself when its memory stays high)."""
 
 from __future__ import annotations
@@ -19,13 +19,13 @@ import asyncpg
 import structlog
 import uvloop
 
+from adapters.child_processes import resident_bytes
 from adapters.postgres.database import asyncpg_dsn
-from adapters.queue.worker import release_jobs
-from adapters.supervision import resident_bytes
+from adapters.queue.pgqueuer_worker import release_jobs
 from entrypoints.config import Settings
 from entrypoints.database import Database, resolve_database
-from entrypoints.supervisor import RECYCLE_EXIT, WorkerSupervisor
-from entrypoints.worker import build_worker
+from entrypoints.worker.jobs import build_worker
+from entrypoints.worker.supervisor import RECYCLE_EXIT, WorkerSupervisor
 
 PARENT_GONE_GRACE = 30.0
 RECYCLE_CHECK_SECONDS = 10.0
