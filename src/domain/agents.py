@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import partial
 
 from domain.errors import Forbidden, Invalid, field_error
 from domain.identity import AGENTS_MANAGE, Caller
 from domain.ids import parse_positive_id
-from domain.models import CHAT_PROVIDERS, LOCAL_CHAT_MODELS, parse_model_ref
-from domain.text import check_single_line, check_storable
+from domain.models import validate_chat_model
+from domain.text import parse_line, parse_text
+from domain.values import UNSET, Parser, Unset, field_values, parse_all, parse_sent
 
 AGENT_NOT_FOUND = "Agent not found"
 AGENT_ID_REQUIRED = "Valid agent ID is required"
@@ -56,63 +59,20 @@ class Agent:
     updated_at: datetime
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewAgent:
-    """The validated fields of an agent about to be created."""
+def parse_agent_id(value: object) -> int:
+    """An agent's id: a positive 64-bit integer (400 "Valid agent ID is required")."""
+    return parse_positive_id(value, AGENT_ID_REQUIRED)
 
-    org_id: str
-    user_id: str
-    name: str
-    description: str
-    role: str
-    model: str
-    knowledge_base_ids: list[int] = field(default_factory=list)
-    skill_ids: list[int] = field(default_factory=list)
-    tag_ids: list[int] = field(default_factory=list)
+
+def parse_tag_id(value: object) -> int:
+    """A tag's id: a positive 64-bit integer (400 "Valid tag ID is required")."""
+    return parse_positive_id(value, TAG_ID_REQUIRED)
 
 
 def require_agent_manager(caller: Caller) -> None:
     """Managing agents needs `org:admin` or the `org:agents:manage` permission."""
     if not caller.has_permission(AGENTS_MANAGE):
         raise Forbidden(CANNOT_MANAGE_AGENTS)
-
-
-def validate_agent_name(value: object) -> str:
-    """A name is a non-empty string of at most 200 characters after trimming, on one line,
-    without control characters (the title rule, `domain.text.check_single_line`)."""
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
-    name = value.strip()
-    if len(name) > MAX_AGENT_NAME:
-        raise Invalid(
-            f"Name must be at most {MAX_AGENT_NAME} characters", [field_error("name", "too long")]
-        )
-    return check_single_line(name, "name")
-
-
-def validate_text(value: object, *, field: str, limit: int) -> str:
-    """An optional free text of at most `limit` characters, without NUL; absent means empty."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise Invalid(f"{field} must be a string", [field_error(field, "expected a string")])
-    if len(value) > limit:
-        raise Invalid(
-            f"{field} must be at most {limit} characters", [field_error(field, "too long")]
-        )
-    return check_storable(value, field).strip()
-
-
-def validate_chat_model(value: object, *, field: str = "model") -> str:
-    """A chat model is `local:<bundled model>` or `openai:<any model>`."""
-    ref = parse_model_ref(value, field=field, providers=CHAT_PROVIDERS)
-    if ref.provider == "local" and ref.model not in LOCAL_CHAT_MODELS:
-        raise Invalid(
-            f"Unknown local chat model '{ref.model}'; available: "
-            + ", ".join(f"local:{m}" for m in LOCAL_CHAT_MODELS),
-            [field_error(field, "unknown local model")],
-        )
-    return str(ref)
 
 
 def validate_id_list(value: object, *, field: str) -> list[int]:
@@ -125,7 +85,7 @@ def validate_id_list(value: object, *, field: str) -> list[int]:
         raise Invalid(
             f"{field} may hold at most {MAX_LINKED_IDS} ids", [field_error(field, "too many")]
         )
-    message = f"{field} must hold positive integer ids"
+    message = linked_ids_invalid(field)
     ids: list[int] = []
     for item in value:
         try:
@@ -135,17 +95,102 @@ def validate_id_list(value: object, *, field: str) -> list[int]:
     return list(dict.fromkeys(ids))
 
 
+def linked_ids_invalid(field: str) -> str:
+    """The message for a list of linked ids holding something else than positive ids."""
+    return f"{field} must hold positive integer ids"
+
+
+def _model_or_default(value: object) -> str | None:
+    return None if value is None else validate_chat_model(value)
+
+
+def validate_agent_name(value: object) -> str:
+    """An agent's name: 1 to 200 characters after trimming, on one line (the title rule)."""
+    return parse_line(value, field="name", label="Name", limit=MAX_AGENT_NAME)
+
+
+AGENT_FIELDS: Mapping[str, Parser] = {
+    "name": validate_agent_name,
+    "description": partial(parse_text, field="description", limit=MAX_AGENT_DESCRIPTION),
+    "role": partial(parse_text, field="role", limit=MAX_AGENT_ROLE),
+    "model": _model_or_default,
+    "knowledge_base_ids": partial(validate_id_list, field="knowledgeBaseIds"),
+    "skill_ids": partial(validate_id_list, field="skillIds"),
+    "tag_ids": partial(validate_id_list, field="tagIds"),
+}
+"""An agent's own fields and their rules, in the order a request's fields are checked: the
+name is required, 1 to 200 characters on one line; the description (at most 4000 characters)
+and the role, the agent's instructions (at most 20000), are optional texts; the model is
+`local:<bundled model>` or `openai:<model>`, null for the deployment's default; the linked ids
+are lists of at most 50 positive ids, duplicates dropped and order kept."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentFields:
+    """An agent's own fields as a manager sets them, parsed; `model` None means the
+    deployment's default chat model."""
+
+    name: str
+    description: str = ""
+    role: str = ""
+    model: str | None = None
+    knowledge_base_ids: list[int] = field(default_factory=list)
+    skill_ids: list[int] = field(default_factory=list)
+    tag_ids: list[int] = field(default_factory=list)
+
+    @classmethod
+    def parse(cls, **raw: object) -> AgentFields:
+        """A new agent's fields from the request's: each of `AGENT_FIELDS` in turn, an absent
+        one as null."""
+        return cls(**parse_all(AGENT_FIELDS, raw))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AgentChanges:
+    """The fields a change sends, parsed as a new agent's; `UNSET` marks one not sent (kept).
+    `model` None puts the agent back on the deployment's default chat model."""
+
+    name: str | Unset = UNSET
+    description: str | Unset = UNSET
+    role: str | Unset = UNSET
+    model: str | Unset | None = UNSET
+    knowledge_base_ids: list[int] | Unset = UNSET
+    skill_ids: list[int] | Unset = UNSET
+    tag_ids: list[int] | Unset = UNSET
+
+    @classmethod
+    def parse(cls, **raw: object) -> AgentChanges:
+        """The changes of a request: each field sent, by its rule in `AGENT_FIELDS`."""
+        return cls(**parse_sent(AGENT_FIELDS, raw))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewAgent:
+    """An agent about to be created: its organization, its creator and its fields, the model
+    resolved."""
+
+    org_id: str
+    user_id: str
+    name: str
+    description: str
+    role: str
+    model: str
+    knowledge_base_ids: list[int] = field(default_factory=list)
+    skill_ids: list[int] = field(default_factory=list)
+    tag_ids: list[int] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, fields: AgentFields, *, org_id: str, user_id: str, model: str) -> NewAgent:
+        """The agent `fields` describe, created by `user_id`, on `model`."""
+        return cls(**{**field_values(fields), "model": model}, org_id=org_id, user_id=user_id)
+
+
 def validate_tag_name(value: object) -> str:
-    """A tag name is a non-empty string of at most 64 characters after trimming, on one line,
-    without control characters (the title rule)."""
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
-    name = value.strip()
-    if len(name) > MAX_TAG_NAME:
-        raise Invalid(
-            f"Name must be at most {MAX_TAG_NAME} characters", [field_error("name", "too long")]
-        )
-    return check_single_line(name, "name")
+    """A tag name: 1 to 64 characters after trimming, on one line (the title rule)."""
+    return parse_line(value, field="name", label="Name", limit=MAX_TAG_NAME)
+
+
+TAG_COLOR_INVALID = "color must have the form #RRGGBB"
 
 
 def validate_tag_color(value: object) -> str | None:
@@ -153,7 +198,5 @@ def validate_tag_color(value: object) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not TAG_COLOR.match(value):
-        raise Invalid(
-            "color must have the form #RRGGBB", [field_error("color", "expected #RRGGBB")]
-        )
+        raise Invalid(TAG_COLOR_INVALID, [field_error("color", "expected #RRGGBB")])
     return value.lower()

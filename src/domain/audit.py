@@ -13,6 +13,9 @@ INVITATION_CREATED = "invitation.created"
 INVITATION_REVOKED = "invitation.revoked"
 SKILL_DELETED = "skill.deleted"
 SETTINGS_SAVED = "settings.saved"
+DEFAULT_AUDIT_PAGE = 50
+MAX_AUDIT_PAGE = 100
+AUDIT_LIMIT_INVALID = f"limit must be an integer from 1 to {MAX_AUDIT_PAGE}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

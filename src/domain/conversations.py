@@ -9,17 +9,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import Any, Self
 
 from domain.cursors import CURSOR_INVALID, decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
 from domain.ids import parse_positive_id, parse_uuid
-from domain.text import BIDI_CONTROLS, check_single_line, check_storable
+from domain.text import BIDI_CONTROLS, check_storable, parse_line
 
 CONVERSATION_NOT_FOUND = "Conversation not found"
 THREAD_ID_INVALID = "threadId must be a valid UUID"
 TITLE_WITH_THREAD = "title can only be given when creating a conversation"
+UPSTREAM_INVALID = "upstreamConversationId must be a valid UUID"
 MAX_TITLE = 120
 FALLBACK_TITLE_LENGTH = 60
 GENERATED_TITLE_LENGTH = 80
@@ -31,6 +32,7 @@ MAX_MESSAGES = 100
 MAX_PARTS = 50
 MAX_TEXT = 100_000
 MAX_LIST = 100
+LIST_LIMIT_INVALID = f"limit must be an integer from 1 to {MAX_LIST}"
 DEFAULT_LIST = 20
 USER_PART_TYPES = ("text", "file")
 QUOTES = " \"'`*\u201c\u201d\u2018\u2019"
@@ -153,19 +155,26 @@ def parse_thread_id(value: object) -> str:
     return parse_uuid(value, THREAD_ID_INVALID)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ThreadRequest:
+    """A member's request about one conversation: who asks, and which (its thread id, parsed)."""
+
+    caller: Caller
+    thread_id: str
+
+    @classmethod
+    def parse(cls, *, caller: Caller, thread_id: object) -> Self:
+        """The request for a well-formed thread id (400 "threadId must be a valid UUID")."""
+        return cls(caller=caller, thread_id=parse_thread_id(thread_id))
+
+
 def validate_title(value: object, *, field: str = "title") -> str:
     """A title is 1 to 120 characters after trimming, on one line, without control characters
-    or bidirectional controls (`domain.text.check_single_line`)."""
+    or bidirectional controls (`domain.text.parse_line`)."""
     if not isinstance(value, str):
         raise Invalid(f"{field} must be a string", [field_error(field, "expected a string")])
-    title = value.strip()
-    if not title:
-        raise Invalid(f"{field} must not be empty", [field_error(field, "empty after trimming")])
-    if len(title) > MAX_TITLE:
-        raise Invalid(
-            f"{field} must be at most {MAX_TITLE} characters", [field_error(field, "too long")]
-        )
-    return check_single_line(title, field)
+    empty = (f"{field} must not be empty", "empty after trimming")
+    return parse_line(value, field=field, limit=MAX_TITLE, blank=empty)
 
 
 def _clean_line(text: str) -> str:
@@ -312,11 +321,10 @@ def validate_list_limit(value: object) -> int:
     """A page size from 1 to 100, default 20."""
     if value is None or value == "":
         return DEFAULT_LIST
-    message = f"limit must be an integer from 1 to {MAX_LIST}"
     try:
-        limit = parse_positive_id(value, message)
+        limit = parse_positive_id(value, LIST_LIMIT_INVALID)
     except Invalid:
-        raise _invalid(message, "limit") from None
+        raise _invalid(LIST_LIMIT_INVALID, "limit") from None
     if limit > MAX_LIST:
-        raise _invalid(message, "limit")
+        raise _invalid(LIST_LIMIT_INVALID, "limit")
     return limit

@@ -12,18 +12,26 @@ from typing import Any
 
 from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
-from domain.ids import parse_positive_id
-from domain.text import check_storable, has_invisible
+from domain.ids import parse_positive_id, parse_uuid
+from domain.knowledge_bases import KB_ID_REQUIRED
+from domain.text import check_storable, check_storable_json, has_invisible
 
 FILE_FIELDS_REQUIRED = "File ID, name, file key, content key, and content type are required"
 FILE_NOT_FOUND = "File not found"
 FILE_ID_REQUIRED = "Valid file ID is required"
+FILE_ID_INVALID = "File ID must be a UUID"
 MAX_FILE_NAME = 255
+MAX_CONTENT_TYPE = 255
+CONTENT_TYPE_ESSENCE = (
+    r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}"
+)
+"""A MIME type's `type/subtype` (RFC 6838's restricted names), without its parameters."""
+CONTENT_TYPE_INVALID = "Content type must be a MIME type such as application/pdf"
+FILE_NAME_INVALID = f"File name must be 1 to {MAX_FILE_NAME} printable characters"
+FILE_SIZE_INVALID = "File size must be a non-negative integer"
 CONTENT_NAME = "content.md"
 RESERVED_NAMES = frozenset({CONTENT_NAME, "images"})
-_CONTENT_TYPE = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}$"
-)
+_CONTENT_TYPE = re.compile(f"^{CONTENT_TYPE_ESSENCE}$")
 
 
 class ProcessingStatus(StrEnum):
@@ -114,6 +122,87 @@ class NewFile:
     file_size: int | None
     user_metadata: dict[str, Any] | None
 
+    @classmethod
+    def parse(
+        cls,
+        *,
+        org_id: str,
+        kb_id: object,
+        file_id: object,
+        file_name: object,
+        file_key: object,
+        content_key: object,
+        content_type: object,
+        file_size: object = None,
+        user_metadata: object = None,
+    ) -> NewFile:
+        """An association's fields (upload step 3, spec 4.3), checked in this order:
+        1. fileId, fileName, fileKey, contentKey and contentType are all present and non-empty,
+           else 400 "File ID, name, file key, content key, and content type are required";
+        2. kbId is a positive integer, else 400 "Valid knowledge base ID is required";
+        3. fileId is a uuid; the name is a file name; the keys lie below `org_id`'s prefix and
+           are the very keys `CreateUpload` issued for this fileId and fileName (derived again,
+           never taken on trust); the content type, the size and the metadata are well-formed
+           (400 naming each field)."""
+        required = (file_id, file_name, file_key, content_key, content_type)
+        if any(not isinstance(value, str) or not value.strip() for value in required):
+            raise Invalid(FILE_FIELDS_REQUIRED)
+        assert isinstance(file_key, str) and isinstance(content_key, str)
+        assert isinstance(file_name, str) and isinstance(content_type, str)
+        knowledge_base_id = parse_positive_id(kb_id, KB_ID_REQUIRED)
+        uuid = parse_uuid(file_id, FILE_ID_INVALID)
+        name = validate_file_name(file_name)
+        own_file_key = _own_key(org_id, file_key, "fileKey")
+        own_content_key = _own_key(org_id, content_key, "contentKey")
+        issued_file_key, issued_content_key = storage_keys(org_id, uuid, name)
+        _issued(own_file_key, issued_file_key, "fileKey")
+        _issued(own_content_key, issued_content_key, "contentKey")
+        return cls(
+            org_id=org_id,
+            knowledge_base_id=knowledge_base_id,
+            file_id=uuid,
+            file_name=name,
+            file_key=own_file_key,
+            content_key=own_content_key,
+            content_type=validate_content_type(content_type),
+            file_size=parse_file_size(file_size),
+            user_metadata=parse_user_metadata(user_metadata),
+        )
+
+
+def parse_file_id(value: object) -> str:
+    """A file's uuid, in lower case (400 "Valid file ID is required")."""
+    return parse_uuid(value, FILE_ID_REQUIRED)
+
+
+def _own_key(org_id: str, key: str, field: str) -> str:
+    if not key.startswith(org_files_prefix(org_id)) or not is_safe_key(key):
+        raise Invalid(
+            f"{field} must be a storage key issued to your organization",
+            [field_error(field, "outside the organization's storage")],
+        )
+    return key
+
+
+def _issued(key: str, issued: str, field: str) -> None:
+    if key != issued:
+        raise Invalid(
+            f"{field} is not the key issued for this fileId and fileName",
+            [field_error(field, f"expected {issued}")],
+        )
+
+
+def parse_user_metadata(value: object) -> dict[str, Any] | None:
+    """A file's metadata: absent, or a JSON object whose strings PostgreSQL can store."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise Invalid(
+            "userMetadata must be an object", [field_error("userMetadata", "expected an object")]
+        )
+    check_storable_json(value, "userMetadata")
+    return value
+
 
 def org_files_prefix(org_id: str) -> str:
     """Every stored object of an organization's files lives below this prefix."""
@@ -163,10 +252,7 @@ def validate_file_name(value: str) -> str:
         )
     name = value.strip(" ")
     if not name.strip() or len(name) > MAX_FILE_NAME:
-        raise Invalid(
-            f"File name must be 1 to {MAX_FILE_NAME} printable characters",
-            [field_error("fileName", "invalid file name")],
-        )
+        raise Invalid(FILE_NAME_INVALID, [field_error("fileName", "invalid file name")])
     if "/" in name or "\\" in name:
         raise Invalid(
             "File name must not contain a path separator",
@@ -178,29 +264,34 @@ def validate_file_name(value: str) -> str:
 def validate_content_type(value: str) -> str:
     """A MIME type `type/subtype`; parameters such as `; charset=utf-8` are kept."""
     essence, _, params = value.partition(";")
-    if not _CONTENT_TYPE.match(essence.strip()) or len(value) > 255 or not value.isprintable():
-        raise Invalid(
-            "Content type must be a MIME type such as application/pdf",
-            [field_error("contentType", "invalid MIME type")],
-        )
+    if (
+        not _CONTENT_TYPE.match(essence.strip())
+        or len(value) > MAX_CONTENT_TYPE
+        or not value.isprintable()
+    ):
+        raise Invalid(CONTENT_TYPE_INVALID, [field_error("contentType", "invalid MIME type")])
     return essence.strip().lower() + (f";{params}" if params else "")
 
 
-def validate_file_size(value: object, max_size: int) -> int | None:
-    """A file size is absent or a whole number of bytes from 0 to the upload limit."""
+def parse_file_size(value: object) -> int | None:
+    """A file size: absent, or a whole number of bytes from 0."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise Invalid(
-            "File size must be a non-negative integer",
-            [field_error("fileSize", "expected a non-negative integer")],
+            FILE_SIZE_INVALID, [field_error("fileSize", "expected a non-negative integer")]
         )
-    if value > max_size:
+    return value
+
+
+def check_upload_size(size: int, max_size: int) -> int:
+    """`size` when it is within the deployment's upload limit; 400 naming `fileSize` else."""
+    if size > max_size:
         raise Invalid(
             f"File size exceeds the maximum upload size of {max_size} bytes",
             [field_error("fileSize", f"at most {max_size}")],
         )
-    return value
+    return size
 
 
 MAX_FILE_PAGE = 1000

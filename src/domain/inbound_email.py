@@ -15,7 +15,6 @@ from domain.errors import Invalid, field_error
 from domain.files import MAX_FILE_NAME
 from domain.text import INVISIBLE, character_class
 
-EMAIL_SOURCE = "email"
 INVALID_SIGNATURE = "Invalid signature"
 UNKNOWN_RECIPIENT = "Unknown recipient"
 NOT_CONFIGURED = "Inbound e-mail is not configured on this deployment (AP_INBOUND_EMAIL_DOMAIN)"
@@ -35,16 +34,6 @@ _SPACES = re.compile(r"\s+")
 _ADDRESS = re.compile(
     r"^[^@\s<>\x00-\x1f\x7f\ud800-\udfff]{1,64}@[^@\s<>\x00-\x1f\x7f\ud800-\udfff]{1,255}$"
 )
-
-
-def validate_source(value: object) -> str | None:
-    """A knowledge base's `source` is `"email"` (fed by e-mail) or null (no source)."""
-    if value is None or value == EMAIL_SOURCE:
-        return value
-    raise Invalid(
-        'source must be "email" or null',
-        [field_error("source", 'expected "email" or null')],
-    )
 
 
 @dataclass(frozen=True, slots=True)

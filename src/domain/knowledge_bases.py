@@ -8,15 +8,26 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from domain.chunks import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE
+from domain.chunks import (
+    DEFAULT_CHUNK_OVERLAP,
+    DEFAULT_CHUNK_SIZE,
+    check_chunking,
+    parse_chunk_overlap,
+    parse_chunk_size,
+)
 from domain.errors import Invalid, field_error
-from domain.models import CHAT_PROVIDERS, LOCAL_CHAT_MODELS, parse_model_ref
-from domain.text import check_single_line, check_storable, check_storable_json
+from domain.ids import parse_positive_id
+from domain.models import parse_dimensions, parse_embedding_model, validate_chat_model
+from domain.text import check_storable_json, parse_line, parse_text
+from domain.values import UNSET, Parser, Unset, field_values, parse_all, parse_sent
 
 KB_NOT_FOUND = "Knowledge base not found"
 KB_ID_REQUIRED = "Valid knowledge base ID is required"
 MAX_NAME = 200
 MAX_DESCRIPTION = 4000
+EMAIL_SOURCE = "email"
+"""The `source` of a knowledge base fed by e-mail (`domain.inbound_email`)."""
+SOURCE_INVALID = 'source must be "email" or null'
 
 
 class KnowledgeBaseStatus(StrEnum):
@@ -108,68 +119,6 @@ class KnowledgeBaseSummary(KnowledgeBase):
 _KNOWLEDGE_BASE_FIELDS = tuple(f.name for f in fields(KnowledgeBase))
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class NewKnowledgeBase:
-    """The validated fields of a knowledge base about to be created."""
-
-    org_id: str
-    user_id: str
-    name: str
-    description: str
-    embedding_model: str
-    embedding_dimensions: int
-    extraction_model: str | None
-    extraction_schema: dict[str, Any] | None
-    chunk_size: int = DEFAULT_CHUNK_SIZE
-    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
-    source: str | None = None
-    inbound_email_address: str | None = None
-
-
-def validate_name(value: object) -> str:
-    """A name is a non-empty string of at most 200 characters after trimming, on one line,
-    without control characters (the title rule, `domain.text.check_single_line`)."""
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("Name is required", [field_error("name", "must be a non-empty string")])
-    name = value.strip()
-    if len(name) > MAX_NAME:
-        raise Invalid(
-            f"Name must be at most {MAX_NAME} characters",
-            [field_error("name", "too long")],
-        )
-    return check_single_line(name, "name")
-
-
-def validate_description(value: object) -> str:
-    """A description is a string of at most 4000 characters; absent means empty."""
-    if value is None:
-        return ""
-    if not isinstance(value, str):
-        raise Invalid(
-            "Description must be a string", [field_error("description", "expected a string")]
-        )
-    if len(value) > MAX_DESCRIPTION:
-        raise Invalid(
-            f"Description must be at most {MAX_DESCRIPTION} characters",
-            [field_error("description", "too long")],
-        )
-    return check_storable(value, "description").strip()
-
-
-def validate_extraction_model(value: object) -> str | None:
-    """An extraction model is absent or a `provider:model` of a known chat provider."""
-    if value is None:
-        return None
-    ref = parse_model_ref(value, field="extractionModel", providers=CHAT_PROVIDERS)
-    if ref.provider == "local" and ref.model not in LOCAL_CHAT_MODELS:
-        raise Invalid(
-            f"Unknown local chat model '{ref.model}'; available: "
-            + ", ".join(f"local:{m}" for m in LOCAL_CHAT_MODELS),
-            [field_error("extractionModel", "unknown local model")],
-        )
-    return str(ref)
-
-
 def validate_extraction_schema(value: object) -> dict[str, Any] | None:
     """An extraction schema is absent or a JSON Schema object describing an object; none of its
     strings, keys included, may hold NUL (PostgreSQL cannot store it)."""
@@ -194,3 +143,157 @@ def validate_extraction_schema(value: object) -> dict[str, Any] | None:
         )
     check_storable_json(schema, "extractionSchema")
     return schema
+
+
+def validate_source(value: object) -> str | None:
+    """A knowledge base's `source` is `"email"` (fed by e-mail) or null (no source)."""
+    if value is None or value == EMAIL_SOURCE:
+        return value
+    raise Invalid(SOURCE_INVALID, [field_error("source", 'expected "email" or null')])
+
+
+def parse_kb_id(value: object) -> int:
+    """A knowledge base's id: a positive 64-bit integer (400 "Valid knowledge base ID is
+    required")."""
+    return parse_positive_id(value, KB_ID_REQUIRED)
+
+
+def _extraction_model(value: object) -> str | None:
+    return None if value is None else validate_chat_model(value, field="extractionModel")
+
+
+def _embedding_model_or_default(value: object) -> str | None:
+    return None if value is None else parse_embedding_model(value)
+
+
+def _or(default: int, parse: Parser) -> Parser:
+    return lambda value: default if value is None else parse(value)
+
+
+def validate_name(value: object) -> str:
+    """A knowledge base's name: 1 to 200 characters after trimming, on one line (the title
+    rule)."""
+    return parse_line(value, field="name", label="Name", limit=MAX_NAME)
+
+
+def validate_description(value: object) -> str:
+    """A knowledge base's description: at most 4000 characters of storable text, trimmed;
+    absent means empty."""
+    return parse_text(value, field="description", label="Description", limit=MAX_DESCRIPTION)
+
+
+KNOWLEDGE_BASE_FIELDS: Mapping[str, Parser] = {
+    "name": validate_name,
+    "description": validate_description,
+    "embedding_model": _embedding_model_or_default,
+    "embedding_dimensions": parse_dimensions,
+    "extraction_schema": validate_extraction_schema,
+    "chunk_size": _or(DEFAULT_CHUNK_SIZE, parse_chunk_size),
+    "chunk_overlap": _or(DEFAULT_CHUNK_OVERLAP, parse_chunk_overlap),
+    "source": validate_source,
+    "extraction_model": _extraction_model,
+}
+"""A knowledge base's own fields and their rules, in the order a request's fields are checked:
+the name is required, 1 to 200 characters on one line; the description is an optional text of
+at most 4000; the embedding model (null: the deployment's default) names a known provider, and
+a local one must be shipped; its dimension count, 1 to 4000, is checked against the model by
+the use case; the extraction schema is a JSON Schema of an object; the chunk size is 32 to 8192
+tokens (256 by default) and the overlap at least 0 (32 by default) and under half the size;
+`source` is "email" or null; the extraction model is a chat model or null."""
+
+KNOWLEDGE_BASE_CHANGES: Mapping[str, Parser] = {
+    **KNOWLEDGE_BASE_FIELDS,
+    "embedding_model": parse_embedding_model,
+    "chunk_size": parse_chunk_size,
+    "chunk_overlap": parse_chunk_overlap,
+}
+"""The same rules for a change, but the model and the chunking, which a change cannot null."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeBaseFields:
+    """A new knowledge base's own fields, parsed; `embedding_model` None is the deployment's
+    default model, `embedding_dimensions` None the model's own count."""
+
+    name: str
+    description: str = ""
+    embedding_model: str | None = None
+    embedding_dimensions: int | None = None
+    extraction_schema: dict[str, Any] | None = None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    source: str | None = None
+    extraction_model: str | None = None
+
+    @classmethod
+    def parse(cls, **raw: object) -> KnowledgeBaseFields:
+        """The request's fields, each of `KNOWLEDGE_BASE_FIELDS` in turn (an absent one as
+        null), then the chunk overlap against the size."""
+        fields = cls(**parse_all(KNOWLEDGE_BASE_FIELDS, raw))
+        check_chunking(fields.chunk_size, fields.chunk_overlap)
+        return fields
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class KnowledgeBaseChanges:
+    """The fields a change sends, parsed (`KNOWLEDGE_BASE_CHANGES`); `UNSET` marks one not sent.
+    How the model, the chunking and the source apply depends on the knowledge base as it is
+    (`UpdateKnowledgeBase`)."""
+
+    name: str | Unset = UNSET
+    description: str | Unset = UNSET
+    embedding_model: str | Unset = UNSET
+    embedding_dimensions: int | Unset | None = UNSET
+    extraction_schema: dict[str, Any] | Unset | None = UNSET
+    chunk_size: int | Unset = UNSET
+    chunk_overlap: int | Unset = UNSET
+    source: str | Unset | None = UNSET
+    extraction_model: str | Unset | None = UNSET
+
+    @classmethod
+    def parse(cls, **raw: object) -> KnowledgeBaseChanges:
+        """The request's fields that were sent, each by its rule."""
+        return cls(**parse_sent(KNOWLEDGE_BASE_CHANGES, raw))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewKnowledgeBase:
+    """A knowledge base about to be created: its organization, its creator, its fields with the
+    embedding model resolved, and its inbound address when its source is e-mail."""
+
+    org_id: str
+    user_id: str
+    name: str
+    description: str
+    embedding_model: str
+    embedding_dimensions: int
+    extraction_model: str | None
+    extraction_schema: dict[str, Any] | None
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
+    source: str | None = None
+    inbound_email_address: str | None = None
+
+    @classmethod
+    def of(
+        cls,
+        fields: KnowledgeBaseFields,
+        *,
+        org_id: str,
+        user_id: str,
+        embedding: tuple[str, int],
+        inbound_email_address: str | None,
+    ) -> NewKnowledgeBase:
+        """The knowledge base `fields` describe, created by `user_id`, embedded with
+        `embedding` (model, dimension count)."""
+        model, dimensions = embedding
+        return cls(
+            **{
+                **field_values(fields),
+                "embedding_model": model,
+                "embedding_dimensions": dimensions,
+            },
+            org_id=org_id,
+            user_id=user_id,
+            inbound_email_address=inbound_email_address,
+        )

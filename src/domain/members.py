@@ -11,7 +11,7 @@ from enum import StrEnum
 from typing import Any
 
 from domain.errors import Forbidden, Invalid, field_error
-from domain.identity import Caller
+from domain.identity import ADMIN_ROLE, MEMBER_ROLE, Caller
 from domain.text import check_storable_json
 
 NOT_A_MEMBER = "User is not a member of this organization"
@@ -26,6 +26,16 @@ EMAIL = re.compile(
     r"(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)+"
 )
 INVITATION_ID = re.compile(r"(?:inv|orginv)_[A-Za-z0-9]{1,64}")  # ours, and Clerk's
+MIN_EMAIL = 3
+MAX_EMAIL = 320
+EMAIL_INVALID = "email must be an e-mail address"
+INVITED_ROLES = (ADMIN_ROLE, MEMBER_ROLE)
+ROLE_INVALID = "role must be org:admin or org:member"
+DEFAULT_EXPIRY_DAYS = 7
+MAX_EXPIRY_DAYS = 30
+EXPIRY_INVALID = f"expiresInDays must be an integer from 1 to {MAX_EXPIRY_DAYS}"
+USER_ID_INVALID = "userId must be a user identifier"
+METADATA_INVALID = "metadata must be a JSON object"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,12 +96,12 @@ def is_invitation_id(value: object) -> bool:
     return isinstance(value, str) and INVITATION_ID.fullmatch(value) is not None
 
 
-def check_user_id(value: object, field_name: str = "userId") -> str:
-    """`value` when it is a user identifier; `Invalid` naming the field otherwise."""
+def check_user_id(value: object) -> str:
+    """`value` when it is a user identifier; `Invalid` naming `userId` otherwise."""
     if not is_user_id(value):
         raise Invalid(
-            f"{field_name} must be a user identifier",
-            [field_error(field_name, "expected user_ followed by 1 to 64 letters or digits")],
+            USER_ID_INVALID,
+            [field_error("userId", "expected user_ followed by 1 to 64 letters or digits")],
         )
     assert isinstance(value, str)
     return value
@@ -101,16 +111,12 @@ def check_metadata(value: object) -> dict[str, Any]:
     """Organization-scoped metadata (spec 2.4 rules 2 and 3): a JSON object of any JSON values,
     at most 64 KiB once encoded, holding only text PostgreSQL can store."""
     if not isinstance(value, dict):
-        raise Invalid(
-            "metadata must be a JSON object", [field_error("metadata", "expected an object")]
-        )
+        raise Invalid(METADATA_INVALID, [field_error("metadata", "expected an object")])
     check_storable_json(value, "metadata")
     try:
         size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
     except (TypeError, ValueError):
-        raise Invalid(
-            "metadata must be a JSON object", [field_error("metadata", "not JSON")]
-        ) from None
+        raise Invalid(METADATA_INVALID, [field_error("metadata", "not JSON")]) from None
     if size > MAX_METADATA_BYTES:
         raise Invalid(
             "metadata must be at most 64 KiB",
@@ -138,6 +144,30 @@ def check_id_list(values: object, *, field_name: str, valid: Any, minimum: int =
             f"{field_name} holds the same id twice", [field_error(field_name, "repeated id")]
         )
     return list(values)
+
+
+def parse_email(value: object) -> str:
+    """An invitee's address: one address, no display name, at most 320 characters."""
+    if not isinstance(value, str) or len(value) > MAX_EMAIL or not EMAIL.fullmatch(value):
+        raise Invalid(EMAIL_INVALID, [field_error("email", "invalid")])
+    return value
+
+
+def parse_invited_role(value: object) -> str:
+    """The role an invitation grants: `org:admin` or `org:member`."""
+    if value not in INVITED_ROLES:
+        raise Invalid(ROLE_INVALID, [field_error("role", "org:admin or org:member")])
+    assert isinstance(value, str)
+    return value
+
+
+def parse_expiry_days(value: object) -> int:
+    """How many days an invitation stays open: 1 to 30, 7 when absent."""
+    if value is None:
+        return DEFAULT_EXPIRY_DAYS
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_EXPIRY_DAYS:
+        raise Invalid(EXPIRY_INVALID, [field_error("expiresInDays", f"1 to {MAX_EXPIRY_DAYS}")])
+    return value
 
 
 ADMIN_ONLY = "Only organization admins may do this"

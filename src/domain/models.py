@@ -12,6 +12,8 @@ CHAT_PROVIDERS = ("local", "openai")
 LOCAL_CHAT_MODELS = ("smollm2-135m",)
 DEFAULT_EMBEDDING_MODEL = "local:all-MiniLM-L6-v2"
 MAX_EMBEDDING_DIMENSIONS = 4000
+MAX_MODEL_NAME = 200
+"""The longest model name after `provider:`."""
 
 # Dimensions of embedding models whose size is fixed; other `openai:` models need them given.
 KNOWN_EMBEDDING_DIMENSIONS: dict[str, int] = {
@@ -47,46 +49,80 @@ def parse_model_ref(value: object, *, field: str, providers: tuple[str, ...]) ->
             f"Unknown provider '{provider}' in {field}; known providers: {known}",
             [field_error(field, f"unknown provider '{provider}'")],
         )
-    if not model or len(model) > 200 or has_invisible(model, spaces=True) or not is_storable(model):
+    if (
+        not model
+        or len(model) > MAX_MODEL_NAME
+        or has_invisible(model, spaces=True)
+        or not is_storable(model)
+    ):
         raise Invalid(f"{field} names no valid model", [field_error(field, "invalid model name")])
     return ModelRef(provider, model)
 
 
-def resolve_embedding_model(model: object, dimensions: object) -> tuple[str, int]:
-    """Validate an embedding model and its dimension count; fill in the count when it is known.
+def validate_chat_model(value: object, *, field: str = "model") -> str:
+    """A chat model is `local:<bundled model>` or `openai:<any model>`."""
+    ref = parse_model_ref(value, field=field, providers=CHAT_PROVIDERS)
+    if ref.provider == "local" and ref.model not in LOCAL_CHAT_MODELS:
+        raise Invalid(
+            f"Unknown local chat model '{ref.model}'; available: "
+            + ", ".join(f"local:{m}" for m in LOCAL_CHAT_MODELS),
+            [field_error(field, "unknown local model")],
+        )
+    return str(ref)
 
-    A local model must be one we ship. A known model given with another dimension count is a
-    mismatch (400). An unknown OpenAI-compatible model needs its dimension count.
-    """
-    ref = parse_model_ref(model, field="embeddingModel", providers=EMBEDDING_PROVIDERS)
+
+def parse_embedding_model(value: object) -> str:
+    """An embedding model: `local:<a model we ship>` or `openai:<any model>`."""
+    ref = parse_model_ref(value, field="embeddingModel", providers=EMBEDDING_PROVIDERS)
     name = str(ref)
-    known = KNOWN_EMBEDDING_DIMENSIONS.get(name)
-    if ref.provider == "local" and known is None:
+    if ref.provider == "local" and name not in KNOWN_EMBEDDING_DIMENSIONS:
         locals_ = sorted(k for k in KNOWN_EMBEDDING_DIMENSIONS if k.startswith("local:"))
         raise Invalid(
             f"Unknown local embedding model '{ref.model}'; available: {', '.join(locals_)}",
             [field_error("embeddingModel", "unknown local model")],
         )
+    return name
+
+
+DIMENSIONS_INVALID = f"embeddingDimensions must be between 1 and {MAX_EMBEDDING_DIMENSIONS}"
+
+
+def parse_dimensions(value: object) -> int | None:
+    """A dimension count from 1 to 4000, or None when absent (the model's own)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise Invalid(
+            "embeddingDimensions must be an integer",
+            [field_error("embeddingDimensions", "expected an integer")],
+        )
+    if not 1 <= value <= MAX_EMBEDDING_DIMENSIONS:
+        raise Invalid(DIMENSIONS_INVALID, [field_error("embeddingDimensions", "out of range")])
+    return value
+
+
+def embedding_dimensions(model: str, dimensions: int | None) -> int:
+    """The dimension count of `model` (a parsed embedding model): its known count, which a given
+    one must equal (400 on a mismatch), or the given one for a model we do not list (400 when
+    none is given)."""
+    known = KNOWN_EMBEDDING_DIMENSIONS.get(model)
     if dimensions is None:
         if known is None:
             raise Invalid(
                 "embeddingDimensions is required for this embedding model",
                 [field_error("embeddingDimensions", "required for an unlisted model")],
             )
-        return name, known
-    if isinstance(dimensions, bool) or not isinstance(dimensions, int):
-        raise Invalid(
-            "embeddingDimensions must be an integer",
-            [field_error("embeddingDimensions", "expected an integer")],
-        )
-    if not 1 <= dimensions <= MAX_EMBEDDING_DIMENSIONS:
-        raise Invalid(
-            f"embeddingDimensions must be between 1 and {MAX_EMBEDDING_DIMENSIONS}",
-            [field_error("embeddingDimensions", "out of range")],
-        )
+        return known
     if known is not None and dimensions != known:
         raise Invalid(
-            f"{name} produces {known}-dimensional embeddings, not {dimensions}",
-            [field_error("embeddingDimensions", f"must be {known} for {name}")],
+            f"{model} produces {known}-dimensional embeddings, not {dimensions}",
+            [field_error("embeddingDimensions", f"must be {known} for {model}")],
         )
-    return name, dimensions
+    return dimensions
+
+
+def resolve_embedding_model(model: object, dimensions: object) -> tuple[str, int]:
+    """An embedding model and its dimension count checked together (`parse_embedding_model`,
+    `parse_dimensions`, `embedding_dimensions`)."""
+    name = parse_embedding_model(model)
+    return name, embedding_dimensions(name, parse_dimensions(dimensions))

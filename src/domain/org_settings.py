@@ -126,16 +126,22 @@ def require_console_access(caller: Caller) -> None:
         raise Forbidden(CONSOLE_ACCESS_REQUIRED)
 
 
-def named_default_agent(value: object) -> int | None:
-    """The agent id a raw settings object names as its default, when it names a valid one:
-    what to look up before `parse_settings` decides."""
-    return _id(value.get("defaultAgentId")) if isinstance(value, dict) else None
+def unknown_default_agent(agent_id: int) -> Invalid:
+    """The breach of a `defaultAgentId` that names no agent of the organization (which the use
+    case, not the document, can tell)."""
+    return Invalid(
+        BAD_REQUEST,
+        [
+            field_error(
+                f"{FIELD}.defaultAgentId", f"{agent_id} is not an agent of this organization"
+            )
+        ],
+    )
 
 
-def parse_settings(value: object, *, missing_agent: int | None = None) -> OrgSettings:
+def parse_settings(value: object) -> OrgSettings:
     """The settings a decoded JSON value states, or `Invalid("Bad Request")` with a `details`
-    entry per breach. `missing_agent` is a default agent id the caller found not to be an
-    agent of the organization: it is reported with the other breaches."""
+    entry per breach (whether the default agent exists is the use case's to say)."""
     breaches = _Breaches()
     if not isinstance(value, dict):
         breaches.add(FIELD, "required" if value is None else "expected an object")
@@ -149,8 +155,6 @@ def parse_settings(value: object, *, missing_agent: int | None = None) -> OrgSet
     agent = _id(value.get("defaultAgentId"))
     if value.get("defaultAgentId") is not None and agent is None:
         breaches.add(f"{FIELD}.defaultAgentId", "expected null or a positive integer id")
-    elif agent is not None and agent == missing_agent:
-        breaches.add(f"{FIELD}.defaultAgentId", f"{agent} is not an agent of this organization")
     settings = OrgSettings(
         service_agent=service_agent is True,
         default_agent_id=agent,

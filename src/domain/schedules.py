@@ -9,13 +9,17 @@ the next occurrence is always the first one after the moment a run is claimed.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from domain.agents import AGENT_ID_REQUIRED, parse_agent_id
 from domain.errors import Invalid, field_error
-from domain.text import check_single_line, check_storable
+from domain.ids import parse_positive_id
+from domain.text import check_storable, parse_line, required, too_long
+from domain.values import UNSET, Parser, Unset, field_values, parse_all, parse_sent
 
 INVALID_CRON = "Invalid cron expression"
 UNKNOWN_TIME_ZONE = "Unknown time zone"
@@ -27,6 +31,7 @@ RUN_STALLED = "The run stopped before it finished (the worker running it went aw
 MAX_PROMPT = 20_000
 MAX_TASK_NAME = 120  # a run's conversation is titled by it (the title rule)
 MAX_CRON = 200
+MAX_TIME_ZONE = 64
 
 
 class RunStatus(StrEnum):
@@ -78,6 +83,13 @@ class NewScheduledTask:
     enabled: bool
     next_run_at: datetime | None
 
+    @classmethod
+    def of(
+        cls, fields: TaskFields, *, org_id: str, user_id: str, next_run_at: datetime | None
+    ) -> NewScheduledTask:
+        """The task `fields` describe, created by `user_id`, first due at `next_run_at`."""
+        return cls(**field_values(fields), org_id=org_id, user_id=user_id, next_run_at=next_run_at)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ScheduledRun:
@@ -99,7 +111,7 @@ def validate_timezone(value: object) -> str:
     """An IANA time zone name (`UTC` when absent); 400 "Unknown time zone" otherwise."""
     if value is None:
         return "UTC"
-    if not isinstance(value, str) or not value or len(value) > 64 or "\x00" in value:
+    if not isinstance(value, str) or not value or len(value) > MAX_TIME_ZONE or "\x00" in value:
         raise Invalid(UNKNOWN_TIME_ZONE, [field_error("timezone", "expected an IANA name")])
     try:
         ZoneInfo(value)
@@ -111,27 +123,16 @@ def validate_timezone(value: object) -> str:
 def validate_prompt(value: object) -> str:
     """1 to 20,000 characters of storable text."""
     if not isinstance(value, str) or not value.strip():
-        raise Invalid("prompt is required", [field_error("prompt", "must be a non-empty string")])
+        raise Invalid(required("prompt"), [field_error("prompt", "must be a non-empty string")])
     if len(value) > MAX_PROMPT:
-        raise Invalid(
-            f"prompt must be at most {MAX_PROMPT} characters",
-            [field_error("prompt", "too long")],
-        )
+        raise Invalid(too_long("prompt", MAX_PROMPT), [field_error("prompt", "too long")])
     check_storable(value, "prompt")
     return value
 
 
 def validate_task_name(value: object) -> str:
     """1 to 120 characters on one line (the title rule)."""
-    if not isinstance(value, str) or not value.strip():
-        raise Invalid("name is required", [field_error("name", "must be a non-empty string")])
-    name = value.strip()
-    if len(name) > MAX_TASK_NAME:
-        raise Invalid(
-            f"name must be at most {MAX_TASK_NAME} characters", [field_error("name", "too long")]
-        )
-    check_single_line(name, "name")
-    return name
+    return parse_line(value, field="name", limit=MAX_TASK_NAME)
 
 
 def validate_enabled(value: object) -> bool:
@@ -140,3 +141,80 @@ def validate_enabled(value: object) -> bool:
     if not isinstance(value, bool):
         raise Invalid("enabled must be a boolean", [field_error("enabled", "expected a boolean")])
     return value
+
+
+def parse_task_id(value: object) -> int:
+    """A scheduled task's id: required, a positive integer (400 "taskId is required")."""
+    if value is None:
+        raise Invalid(TASK_ID_REQUIRED, [field_error("taskId", "required")])
+    return parse_positive_id(value, TASK_ID_REQUIRED)
+
+
+def _agent_id(value: object) -> int:
+    if value is None:
+        raise Invalid(AGENT_ID_REQUIRED, [field_error("agentId", "required")])
+    return parse_agent_id(value)
+
+
+def _cron_text(value: object) -> str:
+    """A cron expression as text; what it means is the `CronSchedule` port's to check."""
+    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CRON:
+        raise Invalid(INVALID_CRON, [field_error("cron", "expected a cron expression")])
+    return value
+
+
+TASK_FIELDS: Mapping[str, Parser] = {
+    "agent_id": _agent_id,
+    "name": validate_task_name,
+    "prompt": validate_prompt,
+    "cron": _cron_text,
+    "timezone": validate_timezone,
+    "enabled": validate_enabled,
+}
+"""A scheduled task's own fields and their rules, in the order a request's fields are checked:
+the agent's id is required; the name is 1 to 120 characters on one line; the prompt 1 to
+20,000 characters; the cron expression text of at most 200 characters (the `CronSchedule` port
+checks its fields); the time zone an IANA name (`UTC` by default); `enabled` a boolean (true by
+default)."""
+NOT_NULL = ("agent_id", "name", "prompt", "cron", "enabled")
+"""The fields a change may not set to null (a null `timezone` means `UTC`)."""
+_WIRE = {"agent_id": "agentId"}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFields:
+    """A new scheduled task's own fields, parsed."""
+
+    agent_id: int
+    name: str
+    prompt: str
+    cron: str
+    timezone: str = "UTC"
+    enabled: bool = True
+
+    @classmethod
+    def parse(cls, **raw: object) -> TaskFields:
+        """The request's fields, each of `TASK_FIELDS` in turn (an absent one as null)."""
+        return cls(**parse_all(TASK_FIELDS, raw))
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskChanges:
+    """The fields a change sends, parsed as a new task's; `UNSET` marks one not sent."""
+
+    agent_id: int | Unset = UNSET
+    name: str | Unset = UNSET
+    prompt: str | Unset = UNSET
+    cron: str | Unset = UNSET
+    timezone: str | Unset = UNSET
+    enabled: bool | Unset = UNSET
+
+    @classmethod
+    def parse(cls, **raw: object) -> TaskChanges:
+        """The request's fields that were sent: first none of `NOT_NULL` may be null (400
+        "<field> may not be null"), then each by its rule in `TASK_FIELDS`."""
+        for name in NOT_NULL:
+            if name in raw and raw[name] is None:
+                wire = _WIRE.get(name, name)
+                raise Invalid(f"{wire} may not be null", [field_error(wire, "may not be null")])
+        return cls(**parse_sent(TASK_FIELDS, raw))

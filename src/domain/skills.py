@@ -7,6 +7,8 @@ finds the front matter, checks the mapping it yields, and checks bundled file pa
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import mimetypes
 import re
@@ -15,7 +17,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from domain.errors import Invalid, field_error
-from domain.text import check_storable
+from domain.files import CONTENT_TYPE_INVALID, validate_content_type
+from domain.ids import MAX_BIGINT, parse_positive_id
+from domain.text import check_storable, required
 
 SKILL_FILE = "SKILL.md"
 INVALID_SKILL_MD = "Invalid SKILL.md"
@@ -269,6 +273,66 @@ SKILL_CHANGED = "Skill was changed by someone else"
 SKILL_FILE_NOT_FOUND = "File not found"
 SKILL_MD_ELSEWHERE = "SKILL.md cannot be changed here; replace it with PUT /skills/manage"
 SKILL_MD_TYPE = "text/markdown"
+MAX_SKILL_MD_BYTES = 256 * 1024
+EXPECTED_VERSION_INVALID = "expectedVersion must be a positive integer"
+CONTENT_INVALID = "content must be base64-encoded bytes"
+
+
+def parse_skill_id(value: object) -> int:
+    """A skill's id: a positive 64-bit integer (400 "Valid skill ID is required")."""
+    return parse_positive_id(value, SKILL_ID_REQUIRED)
+
+
+def parse_skill_md(value: object) -> str:
+    """SKILL.md as sent: a non-empty string of at most 256 KiB of UTF-8 (its front matter is
+    read by the `FrontMatterParser` port)."""
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(required("skillMd"), [field_error("skillMd", "a non-empty string")])
+    if len(value.encode("utf-8", "surrogatepass")) > MAX_SKILL_MD_BYTES:
+        raise Invalid(
+            f"SKILL.md may be at most {MAX_SKILL_MD_BYTES // 1024} KiB",
+            [field_error("skillMd", f"at most {MAX_SKILL_MD_BYTES} bytes")],
+        )
+    return value
+
+
+def parse_expected_version(value: object) -> int | None:
+    """The version a change expects the skill to be at: absent, or a positive integer."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BIGINT:
+        raise Invalid(
+            EXPECTED_VERSION_INVALID, [field_error("expectedVersion", "a positive integer")]
+        )
+    return value
+
+
+def bundled_file_path(path: object) -> str:
+    """A bundled file's path, checked (`check_skill_path`); SKILL.md is refused (it changes
+    through its skill)."""
+    checked = check_skill_path(path)
+    if is_skill_md(checked):
+        raise Invalid(SKILL_MD_ELSEWHERE, [field_error("path", "SKILL.md is not a bundled file")])
+    return checked
+
+
+def parse_file_content(value: object) -> bytes:
+    """A bundled file's bytes, sent as standard padded base64."""
+    if not isinstance(value, str):
+        raise Invalid(CONTENT_INVALID, [field_error("content", "a base64 string")])
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise Invalid(CONTENT_INVALID, [field_error("content", "not valid base64")]) from None
+
+
+def file_content_type(value: object, path: str) -> str:
+    """A bundled file's content type: a MIME type, or guessed from `path` when absent."""
+    if value is None:
+        return guess_content_type(path)
+    if not isinstance(value, str):
+        raise Invalid(CONTENT_TYPE_INVALID, [field_error("contentType", "invalid MIME type")])
+    return validate_content_type(value)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -146,3 +146,51 @@ def check_single_line(value: str, field: str) -> str:
             [field_error(field, "contains a control character")],
         )
     return check_storable(value, field)
+
+
+def required(label: str) -> str:
+    """The message for a required text that is absent or blank: `Name is required`."""
+    return f"{label} is required"
+
+
+def too_long(label: str, limit: int) -> str:
+    """The message for a text longer than `limit`: `Name must be at most 200 characters`."""
+    return f"{label} must be at most {limit} characters"
+
+
+def parse_line(
+    value: object,
+    *,
+    field: str,
+    limit: int,
+    label: str | None = None,
+    blank: tuple[str, str] | None = None,
+) -> str:
+    """A name or title: a string that is not blank, trimmed, at most `limit` characters, one
+    line without control characters (`check_single_line`). `label` starts the messages
+    (`Name is required`, `Name must be at most 200 characters`; the field's wire name by
+    default); `blank` is the (message, detail) for a string that is blank, when it differs from
+    the one for an absent value."""
+    label = label or field
+    if isinstance(value, str) and blank is not None and not value.strip():
+        raise Invalid(blank[0], [field_error(field, blank[1])])
+    if not isinstance(value, str) or not value.strip():
+        raise Invalid(required(label), [field_error(field, "must be a non-empty string")])
+    text = value.strip()
+    if len(text) > limit:
+        raise Invalid(too_long(label, limit), [field_error(field, "too long")])
+    return check_single_line(text, field)
+
+
+def parse_text(value: object, *, field: str, limit: int, label: str | None = None) -> str:
+    """An optional free text (a description, instructions): a string of at most `limit`
+    characters that PostgreSQL can store, trimmed; absent (None) means empty. `label` starts
+    the messages (the field's wire name by default)."""
+    if value is None:
+        return ""
+    label = label or field
+    if not isinstance(value, str):
+        raise Invalid(f"{label} must be a string", [field_error(field, "expected a string")])
+    if len(value) > limit:
+        raise Invalid(too_long(label, limit), [field_error(field, "too long")])
+    return check_storable(value, field).strip()

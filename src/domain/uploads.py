@@ -14,6 +14,10 @@ UPLOAD_ALREADY_USED = "This upload address has already been used"
 NOT_UPLOADED = "The file has not been uploaded yet"
 CONTENT_NOT_FOUND = "File content not found"
 PAGE_IMAGE_NOT_FOUND = "Page image not found"
+PART_INVALID = "part must be one of original, content, image"
+PAGE_INVALID = "page must be a positive integer, and only with part=image"
+MAX_PAGE_NUMBER = 100_000
+"""The highest page a download may name (page images are numbered from 1)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,8 +1,20 @@
-"""Small shared values."""
+"""Small shared values, and how a request's fields become parsed values.
+
+A feature lists its fields' parsers in the order the specification checks them (the first
+failing field names the error); `parse_all` builds a new resource's fields from them and
+`parse_sent` the changes a request makes. Both refuse a field the feature does not know, so
+that an edge and the domain cannot drift apart silently.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import fields
 from enum import Enum
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 
 class Unset(Enum):
@@ -12,3 +24,48 @@ class Unset(Enum):
 
 
 UNSET = Unset.UNSET
+
+Parser = Callable[[object], Any]
+"""One field's constructor: the raw value (None when absent) to the parsed one, or `Invalid`."""
+
+
+def _known(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> None:
+    unknown = set(raw) - set(parsers)
+    if unknown:
+        raise TypeError(f"unknown fields: {', '.join(sorted(unknown))}")
+
+
+def parse_all(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> dict[str, Any]:
+    """Every field of `parsers`, in their order, parsed from `raw`; one absent or not sent is
+    parsed as null (its parser gives its default or refuses it)."""
+    _known(parsers, raw)
+    values = {name: raw.get(name) for name in parsers}
+    return {
+        name: parse(None if values[name] is UNSET else values[name])
+        for name, parse in parsers.items()
+    }
+
+
+def parse_sent(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> dict[str, Any]:
+    """The fields of `raw` that were sent (present and not `UNSET`), each parsed by its parser,
+    in the order of `parsers`."""
+    _known(parsers, raw)
+    return {
+        name: parse(raw[name])
+        for name, parse in parsers.items()
+        if name in raw and raw[name] is not UNSET
+    }
+
+
+def sent_values(changes: DataclassInstance) -> dict[str, Any]:
+    """A dataclass of changes as a mapping of the fields that were sent (not `UNSET`)."""
+    return {
+        f.name: getattr(changes, f.name)
+        for f in fields(changes)
+        if getattr(changes, f.name) is not UNSET
+    }
+
+
+def field_values(values: DataclassInstance) -> dict[str, Any]:
+    """A dataclass's fields as a mapping, by name (no deep copy)."""
+    return {f.name: getattr(values, f.name) for f in fields(values)}

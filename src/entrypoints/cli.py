@@ -32,14 +32,13 @@ from application.use_cases.list_knowledge_bases import ListKnowledgeBases, ListK
 from domain.errors import DomainError
 from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
-from domain.inbound_email import EMAIL_SOURCE
-from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.knowledge_bases import EMAIL_SOURCE, KB_ID_REQUIRED, KB_NOT_FOUND
 from entrypoints.cli_skills import run_skills
 from entrypoints.cli_tasks import add_task_commands, run_tasks
 from entrypoints.config import ConfigError, Settings
 from entrypoints.database import Database, resolve_database
 from entrypoints.extras import missing_extras
-from entrypoints.http.schemas import KnowledgeBaseFileOut
+from entrypoints.http.knowledge_base_schemas import KnowledgeBaseFileOut
 from entrypoints.logging import configure_logging
 from entrypoints.wiring import dev_identity_provider, make_container
 from entrypoints.worker.jobs import build_worker
@@ -227,7 +226,7 @@ async def _run_kb(request: AsyncContainer, caller: Caller, args: argparse.Namesp
     if args.kb_command == "create":
         create = await request.get(CreateKnowledgeBase)
         summary = await create.execute(
-            CreateKnowledgeBaseCommand(
+            CreateKnowledgeBaseCommand.parse(
                 caller=caller,
                 name=args.name,
                 description=args.description,
@@ -381,7 +380,7 @@ async def _add_file(
     content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"
     presign = await request.get(CreateUpload)
     prepared = await presign.execute(
-        CreateUploadCommand(
+        CreateUploadCommand.parse(
             caller=caller, file_name=path.name, content_type=content_type, file_size=len(data)
         )
     )
@@ -389,7 +388,7 @@ async def _add_file(
     await storage.put(prepared.file_key, data, content_type=content_type)
     associate = await request.get(AssociateFile)
     return await associate.execute(
-        AssociateFileCommand(
+        AssociateFileCommand.parse(
             caller=caller,
             kb_id=kb_id,
             file_id=prepared.file_id,

@@ -50,7 +50,7 @@ async def run_tasks(settings: Settings, database: Database, args: argparse.Names
             caller = identity.as_caller()
             if args.tasks_command == "list":
                 tasks = await (await scope.get(ListScheduledTasks)).execute(
-                    ListScheduledTasksQuery(caller=caller)
+                    ListScheduledTasksQuery.parse(caller=caller)
                 )
                 records = [_task(t) for t in tasks]
                 if args.json:
@@ -63,7 +63,7 @@ async def run_tasks(settings: Settings, database: Database, args: argparse.Names
                     )
                 return 0
             run = await (await scope.get(RunScheduledTaskNow)).execute(
-                RunScheduledTaskNowCommand(caller=caller, task_id=args.task_id)
+                RunScheduledTaskNowCommand.parse(caller=caller, task_id=args.task_id)
             )
             record = {"id": run.id, "taskId": run.task_id, "status": run.status.value}
             print(json.dumps(record) if args.json else f"run {run.id}: {run.status.value}")

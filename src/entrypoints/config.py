@@ -16,13 +16,14 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from adapters.postgres.vector_indexes import DEFAULT_MIN_PASSAGES
-from domain.agents import DEFAULT_CHAT_MODEL, validate_chat_model
+from domain.agents import DEFAULT_CHAT_MODEL
 from domain.errors import Invalid
 from domain.models import (
     CHAT_PROVIDERS,
     DEFAULT_EMBEDDING_MODEL,
     EMBEDDING_PROVIDERS,
     parse_model_ref,
+    validate_chat_model,
 )
 from domain.skills import SkillLimits
 from domain.usage import ModelPrice

@@ -64,7 +64,7 @@ class Agents:
 
     async def tag(self, name: str = "support", org_caller: Caller = ADMIN) -> int:
         tag = await CreateAgentTag(self.agents, self.uow).execute(
-            CreateAgentTagCommand(caller=org_caller, name=name)
+            CreateAgentTagCommand.parse(caller=org_caller, name=name)
         )
         return tag.id
 
@@ -80,7 +80,7 @@ async def test_create_validates_fills_defaults_and_commits(w):
     tag = await w.tag()
     s1, s2 = await w.skill("one"), await w.skill("two")
     agent = await w.create("openai:gpt-4o").execute(
-        CreateAgentCommand(
+        CreateAgentCommand.parse(
             caller=MANAGER,
             name="  Helper ",
             role="Answer briefly.",
@@ -113,7 +113,7 @@ async def test_create_validates_fills_defaults_and_commits(w):
 )
 async def test_create_refuses_bad_fields(w, fields, message):
     with pytest.raises(Invalid, match=message):
-        await w.create().execute(CreateAgentCommand(caller=ADMIN, **{"name": "A", **fields}))
+        await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, **{"name": "A", **fields}))
     assert w.agents.rows == {} and w.uow.commits == 0
 
 
@@ -121,79 +121,97 @@ async def test_create_refuses_knowledge_bases_and_tags_of_another_organization(w
     mine, foreign = await w.kb(), await w.kb("org_b")
     with pytest.raises(Invalid) as error:
         await w.create().execute(
-            CreateAgentCommand(caller=ADMIN, name="A", knowledge_base_ids=[mine, foreign, 99])
+            CreateAgentCommand.parse(caller=ADMIN, name="A", knowledge_base_ids=[mine, foreign, 99])
         )
     assert error.value.message == f"Unknown knowledge base ids: {foreign}, 99"
     assert [d["field"] for d in error.value.details] == ["knowledgeBaseIds"] * 2
     foreign_tag = await w.tag("x", STRANGER)
     with pytest.raises(Invalid, match=f"Unknown tag ids: {foreign_tag}"):
-        await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A", tag_ids=[foreign_tag]))
+        await w.create().execute(
+            CreateAgentCommand.parse(caller=ADMIN, name="A", tag_ids=[foreign_tag])
+        )
     assert w.agents.rows == {}
 
 
 @pytest.mark.parametrize("caller", [MEMBER, Caller(user_id="u", org_id="org_a", role="org:member")])
 async def test_a_plain_member_may_not_manage_agents_or_tags(w, caller):
-    agent = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A"))
+    agent = await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, name="A"))
     tag = await w.tag()
     attempts = [
-        w.create().execute(CreateAgentCommand(caller=caller, name="B")),
-        w.update().execute(UpdateAgentCommand(caller=caller, agent_id=agent.id, name="C")),
-        DeleteAgent(w.agents, w.uow).execute(DeleteAgentCommand(caller=caller, agent_id=agent.id)),
-        CreateAgentTag(w.agents, w.uow).execute(CreateAgentTagCommand(caller=caller, name="t")),
-        DeleteAgentTag(w.agents, w.uow).execute(DeleteAgentTagCommand(caller=caller, tag_id=tag)),
+        lambda: w.create().execute(CreateAgentCommand.parse(caller=caller, name="B")),
+        lambda: w.update().execute(
+            UpdateAgentCommand.parse(caller=caller, agent_id=agent.id, name="C")
+        ),
+        lambda: DeleteAgent(w.agents, w.uow).execute(
+            DeleteAgentCommand.parse(caller=caller, agent_id=agent.id)
+        ),
+        lambda: CreateAgentTag(w.agents, w.uow).execute(
+            CreateAgentTagCommand.parse(caller=caller, name="t")
+        ),
+        lambda: DeleteAgentTag(w.agents, w.uow).execute(
+            DeleteAgentTagCommand.parse(caller=caller, tag_id=tag)
+        ),
     ]
     for attempt in attempts:
         with pytest.raises(Forbidden, match="Agent management permission required"):
-            await attempt
-    assert [a.name for a in await ListAgents(w.agents).execute(ListAgentsQuery(caller=caller))] == [
-        "A"
-    ]
-    got = await GetAgent(w.agents).execute(GetAgentQuery(caller=caller, agent_id=str(agent.id)))
+            await attempt()
+    assert [
+        a.name for a in await ListAgents(w.agents).execute(ListAgentsQuery.parse(caller=caller))
+    ] == ["A"]
+    got = await GetAgent(w.agents).execute(
+        GetAgentQuery.parse(caller=caller, agent_id=str(agent.id))
+    )
     assert got.id == agent.id
     assert len(await ListAgentTags(w.agents).execute(ListAgentTagsQuery(caller=caller))) == 1
 
 
 async def test_get_refuses_bad_ids_and_hides_foreign_agents(w):
-    agent = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A"))
+    agent = await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, name="A"))
     get = GetAgent(w.agents)
     for bad in ("abc", "0", "-1", None, "1.5", True):
         with pytest.raises(Invalid, match="Valid agent ID is required"):
-            await get.execute(GetAgentQuery(caller=ADMIN, agent_id=bad))
+            await get.execute(GetAgentQuery.parse(caller=ADMIN, agent_id=bad))
     with pytest.raises(NotFound, match="Agent not found"):
-        await get.execute(GetAgentQuery(caller=STRANGER, agent_id=agent.id))
+        await get.execute(GetAgentQuery.parse(caller=STRANGER, agent_id=agent.id))
     with pytest.raises(NotFound, match="Agent not found"):
-        await get.execute(GetAgentQuery(caller=ADMIN, agent_id=agent.id + 100))
+        await get.execute(GetAgentQuery.parse(caller=ADMIN, agent_id=agent.id + 100))
 
 
 async def test_list_filters_by_tag_newest_first(w):
     tag = await w.tag()
-    first = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="First", tag_ids=[tag]))
-    await w.create().execute(CreateAgentCommand(caller=ADMIN, name="Untagged"))
-    third = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="Third", tag_ids=[tag]))
-    await w.create().execute(CreateAgentCommand(caller=STRANGER, name="Theirs"))
+    first = await w.create().execute(
+        CreateAgentCommand.parse(caller=ADMIN, name="First", tag_ids=[tag])
+    )
+    await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, name="Untagged"))
+    third = await w.create().execute(
+        CreateAgentCommand.parse(caller=ADMIN, name="Third", tag_ids=[tag])
+    )
+    await w.create().execute(CreateAgentCommand.parse(caller=STRANGER, name="Theirs"))
     listing = ListAgents(w.agents)
-    everything = await listing.execute(ListAgentsQuery(caller=ADMIN))
+    everything = await listing.execute(ListAgentsQuery.parse(caller=ADMIN))
     assert [a.name for a in everything] == ["Third", "Untagged", "First"]
-    tagged = await listing.execute(ListAgentsQuery(caller=ADMIN, tag_id=str(tag)))
+    tagged = await listing.execute(ListAgentsQuery.parse(caller=ADMIN, tag_id=str(tag)))
     assert [a.id for a in tagged] == [third.id, first.id]
     with pytest.raises(Invalid, match="Valid tag ID is required"):
-        await listing.execute(ListAgentsQuery(caller=ADMIN, tag_id="x"))
+        await listing.execute(ListAgentsQuery.parse(caller=ADMIN, tag_id="x"))
 
 
 async def test_update_changes_only_what_was_sent(w):
     kb = await w.kb()
     tag = await w.tag()
     agent = await w.create().execute(
-        CreateAgentCommand(caller=ADMIN, name="A", description="d", role="r", tag_ids=[tag])
+        CreateAgentCommand.parse(caller=ADMIN, name="A", description="d", role="r", tag_ids=[tag])
     )
     updated = await w.update().execute(
-        UpdateAgentCommand(caller=MANAGER, agent_id=agent.id, name="B", knowledge_base_ids=[kb])
+        UpdateAgentCommand.parse(
+            caller=MANAGER, agent_id=agent.id, name="B", knowledge_base_ids=[kb]
+        )
     )
     assert (updated.name, updated.description, updated.role) == ("B", "d", "r")
     assert updated.knowledge_base_ids == [kb] and [t.id for t in updated.tags] == [tag]
     assert updated.updated_at > agent.updated_at
     cleared = await w.update().execute(
-        UpdateAgentCommand(
+        UpdateAgentCommand.parse(
             caller=ADMIN, agent_id=agent.id, description=None, tag_ids=None, model=None
         )
     )
@@ -202,62 +220,63 @@ async def test_update_changes_only_what_was_sent(w):
 
 
 async def test_update_refuses_bad_input_without_changing_anything(w):
-    agent = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A"))
+    agent = await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, name="A"))
     foreign_kb = await w.kb("org_b")
     update = w.update()
     cases = [
-        (UpdateAgentCommand(caller=ADMIN, agent_id="x"), Invalid, "Valid agent ID is required"),
-        (UpdateAgentCommand(caller=ADMIN, agent_id=agent.id, name=None), Invalid, "Name"),
+        ({"agent_id": "x"}, Invalid, "Valid agent ID is required"),
+        ({"agent_id": agent.id, "name": None}, Invalid, "Name"),
+        ({"agent_id": agent.id, "model": "local:nope"}, Invalid, "Unknown local chat model"),
         (
-            UpdateAgentCommand(caller=ADMIN, agent_id=agent.id, model="local:nope"),
-            Invalid,
-            "Unknown local chat model",
-        ),
-        (
-            UpdateAgentCommand(caller=ADMIN, agent_id=agent.id, knowledge_base_ids=[foreign_kb]),
+            {"agent_id": agent.id, "knowledge_base_ids": [foreign_kb]},
             Invalid,
             "Unknown knowledge base ids",
         ),
-        (UpdateAgentCommand(caller=STRANGER, agent_id=agent.id, name="B"), NotFound, "Agent"),
     ]
-    for command, error, message in cases:
+    for fields, error, message in cases:
         with pytest.raises(error, match=message):
-            await update.execute(command)
+            await update.execute(UpdateAgentCommand.parse(caller=ADMIN, **fields))
+    with pytest.raises(NotFound, match="Agent"):
+        await update.execute(UpdateAgentCommand.parse(caller=STRANGER, agent_id=agent.id, name="B"))
     assert (await w.agents.get("org_a", agent.id)) == agent
 
 
 async def test_delete_removes_the_agent_of_the_organization_only(w):
-    agent = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A"))
+    agent = await w.create().execute(CreateAgentCommand.parse(caller=ADMIN, name="A"))
     delete = DeleteAgent(w.agents, w.uow)
     with pytest.raises(NotFound, match="Agent not found"):
-        await delete.execute(DeleteAgentCommand(caller=STRANGER, agent_id=agent.id))
+        await delete.execute(DeleteAgentCommand.parse(caller=STRANGER, agent_id=agent.id))
     with pytest.raises(Invalid, match="Valid agent ID is required"):
-        await delete.execute(DeleteAgentCommand(caller=ADMIN, agent_id=None))
-    await delete.execute(DeleteAgentCommand(caller=ADMIN, agent_id=str(agent.id)))
+        await delete.execute(DeleteAgentCommand.parse(caller=ADMIN, agent_id=None))
+    await delete.execute(DeleteAgentCommand.parse(caller=ADMIN, agent_id=str(agent.id)))
     assert w.agents.rows == {}
     with pytest.raises(NotFound):
-        await delete.execute(DeleteAgentCommand(caller=ADMIN, agent_id=agent.id))
+        await delete.execute(DeleteAgentCommand.parse(caller=ADMIN, agent_id=agent.id))
 
 
 async def test_tags_validate_conflict_and_deletion_takes_them_off_agents(w):
     create_tag = CreateAgentTag(w.agents, w.uow)
     tag = await create_tag.execute(
-        CreateAgentTagCommand(caller=MANAGER, name=" Sales ", color="#A0B1C2")
+        CreateAgentTagCommand.parse(caller=MANAGER, name=" Sales ", color="#A0B1C2")
     )
     assert (tag.name, tag.color, tag.org_id) == ("Sales", "#a0b1c2", "org_a")
     for bad, message in [({"name": ""}, "Name is required"), ({"color": "red"}, "#RRGGBB")]:
         with pytest.raises(Invalid, match=message):
-            await create_tag.execute(CreateAgentTagCommand(caller=ADMIN, **{"name": "x", **bad}))
+            await create_tag.execute(
+                CreateAgentTagCommand.parse(caller=ADMIN, **{"name": "x", **bad})
+            )
     with pytest.raises(Conflict):
-        await create_tag.execute(CreateAgentTagCommand(caller=ADMIN, name="Sales"))
-    await create_tag.execute(CreateAgentTagCommand(caller=STRANGER, name="Sales"))
-    agent = await w.create().execute(CreateAgentCommand(caller=ADMIN, name="A", tag_ids=[tag.id]))
+        await create_tag.execute(CreateAgentTagCommand.parse(caller=ADMIN, name="Sales"))
+    await create_tag.execute(CreateAgentTagCommand.parse(caller=STRANGER, name="Sales"))
+    agent = await w.create().execute(
+        CreateAgentCommand.parse(caller=ADMIN, name="A", tag_ids=[tag.id])
+    )
     delete_tag = DeleteAgentTag(w.agents, w.uow)
     with pytest.raises(NotFound, match="Tag not found"):
-        await delete_tag.execute(DeleteAgentTagCommand(caller=STRANGER, tag_id=tag.id))
+        await delete_tag.execute(DeleteAgentTagCommand.parse(caller=STRANGER, tag_id=tag.id))
     with pytest.raises(Invalid, match="Valid tag ID is required"):
-        await delete_tag.execute(DeleteAgentTagCommand(caller=ADMIN, tag_id="0"))
-    await delete_tag.execute(DeleteAgentTagCommand(caller=ADMIN, tag_id=tag.id))
+        await delete_tag.execute(DeleteAgentTagCommand.parse(caller=ADMIN, tag_id="0"))
+    await delete_tag.execute(DeleteAgentTagCommand.parse(caller=ADMIN, tag_id=tag.id))
     assert (await w.agents.get("org_a", agent.id)).tags == []  # type: ignore[union-attr]
     names = await ListAgentTags(w.agents).execute(ListAgentTagsQuery(caller=STRANGER))
     assert [t.name for t in names] == ["Sales"]

@@ -68,7 +68,7 @@ async def test_get_returns_the_conversation_with_its_messages_oldest_first(repo)
         "org_a", thread, run_id=str(uuid.uuid4()), message_id=str(uuid.uuid4())
     )
     found = await GetConversation(repo).execute(
-        GetConversationQuery(caller=OWNER, thread_id=thread.upper())
+        GetConversationQuery.parse(caller=OWNER, thread_id=thread.upper())
     )
     assert found.conversation.thread_id == thread
     assert found.conversation.stream_status is StreamStatus.IN_PROGRESS
@@ -81,23 +81,25 @@ async def test_get_returns_the_conversation_with_its_messages_oldest_first(repo)
 async def test_an_admin_reads_a_members_conversation_but_a_colleague_does_not(repo):
     thread = (await started(repo)).thread_id
     use_case = GetConversation(repo)
-    found = await use_case.execute(GetConversationQuery(caller=ADMIN, thread_id=thread))
+    found = await use_case.execute(GetConversationQuery.parse(caller=ADMIN, thread_id=thread))
     assert found.conversation.user_id == OWNER.user_id
     for caller in (COLLEAGUE, OUTSIDER):
         with pytest.raises(NotFound, match=r"^Conversation not found$"):
-            await use_case.execute(GetConversationQuery(caller=caller, thread_id=thread))
+            await use_case.execute(GetConversationQuery.parse(caller=caller, thread_id=thread))
 
 
 @pytest.mark.parametrize("thread_id", [None, "", "abc", 42, "1234-not-a-uuid"])
 async def test_get_refuses_a_malformed_thread_id(repo, thread_id):
     with pytest.raises(Invalid, match=r"^threadId must be a valid UUID$"):
-        await GetConversation(repo).execute(GetConversationQuery(caller=OWNER, thread_id=thread_id))
+        await GetConversation(repo).execute(
+            GetConversationQuery.parse(caller=OWNER, thread_id=thread_id)
+        )
 
 
 async def test_get_of_an_unknown_thread_is_not_found(repo):
     with pytest.raises(NotFound, match=r"^Conversation not found$"):
         await GetConversation(repo).execute(
-            GetConversationQuery(caller=OWNER, thread_id=str(uuid.uuid4()))
+            GetConversationQuery.parse(caller=OWNER, thread_id=str(uuid.uuid4()))
         )
 
 
@@ -114,7 +116,7 @@ async def test_list_pages_through_the_callers_conversations_newest_first(repo):
     seen, cursor, pages = [], None, 0
     while True:
         page = await use_case.execute(
-            ListConversationsQuery(caller=OWNER, limit="2", cursor=cursor)
+            ListConversationsQuery.parse(caller=OWNER, limit="2", cursor=cursor)
         )
         pages += 1
         seen.extend(c.thread_id for c in page.conversations)
@@ -128,7 +130,9 @@ async def test_list_pages_through_the_callers_conversations_newest_first(repo):
 async def test_a_full_last_page_has_no_next_cursor(repo):
     for _ in range(2):
         await started(repo)
-    page = await ListConversations(repo).execute(ListConversationsQuery(caller=OWNER, limit=2))
+    page = await ListConversations(repo).execute(
+        ListConversationsQuery.parse(caller=OWNER, limit=2)
+    )
     assert len(page.conversations) == 2
     assert page.next_cursor is None
 
@@ -137,19 +141,21 @@ async def test_list_filters_by_agent_and_defaults_to_twenty(repo):
     for i in range(23):
         await started(repo, agent_id=7 if i % 2 else 8)
     use_case = ListConversations(repo)
-    everything = await use_case.execute(ListConversationsQuery(caller=OWNER))
+    everything = await use_case.execute(ListConversationsQuery.parse(caller=OWNER))
     assert len(everything.conversations) == 20 and everything.next_cursor
-    sevens = await use_case.execute(ListConversationsQuery(caller=OWNER, agent_id="7", limit=100))
+    sevens = await use_case.execute(
+        ListConversationsQuery.parse(caller=OWNER, agent_id="7", limit=100)
+    )
     assert len(sevens.conversations) == 11
     assert {c.agent_id for c in sevens.conversations} == {7}
-    unknown = await use_case.execute(ListConversationsQuery(caller=OWNER, agent_id=99))
+    unknown = await use_case.execute(ListConversationsQuery.parse(caller=OWNER, agent_id=99))
     assert unknown.conversations == [] and unknown.next_cursor is None
 
 
 async def test_an_admin_lists_only_their_own_conversations(repo):
     await started(repo)
     own = await started(repo, caller=ADMIN)
-    page = await ListConversations(repo).execute(ListConversationsQuery(caller=ADMIN))
+    page = await ListConversations(repo).execute(ListConversationsQuery.parse(caller=ADMIN))
     assert [c.thread_id for c in page.conversations] == [own.thread_id]
 
 
@@ -167,7 +173,7 @@ async def test_an_admin_lists_only_their_own_conversations(repo):
 )
 async def test_list_refuses_bad_parameters(repo, query, message):
     with pytest.raises(Invalid, match=f"^{message}$"):
-        await ListConversations(repo).execute(ListConversationsQuery(caller=OWNER, **query))
+        await ListConversations(repo).execute(ListConversationsQuery.parse(caller=OWNER, **query))
 
 
 # DeleteConversation
@@ -178,7 +184,7 @@ async def test_delete_removes_the_conversation_and_commits(repo, uow):
     kept = (await started(repo)).thread_id
     await repo.add_message("org_a", thread, message_id=str(uuid.uuid4()), role="user", parts=[])
     await DeleteConversation(repo, uow).execute(
-        DeleteConversationCommand(caller=OWNER, thread_id=thread)
+        DeleteConversationCommand.parse(caller=OWNER, thread_id=thread)
     )
     assert uow.commits == 1
     assert await repo.get("org_a", thread) is None
@@ -192,7 +198,7 @@ async def test_delete_asks_a_running_response_to_stop_first(repo, uow):
         "org_a", thread, run_id=str(uuid.uuid4()), message_id=str(uuid.uuid4())
     )
     await DeleteConversation(repo, uow).execute(
-        DeleteConversationCommand(caller=OWNER, thread_id=thread)
+        DeleteConversationCommand.parse(caller=OWNER, thread_id=thread)
     )
     assert repo.cancel_requested == {run.id}
     assert repo.runs == {}
@@ -203,18 +209,18 @@ async def test_delete_by_an_admin_and_not_by_a_colleague(repo, uow):
     use_case = DeleteConversation(repo, uow)
     for caller in (COLLEAGUE, OUTSIDER):
         with pytest.raises(NotFound, match=r"^Conversation not found$"):
-            await use_case.execute(DeleteConversationCommand(caller=caller, thread_id=thread))
+            await use_case.execute(DeleteConversationCommand.parse(caller=caller, thread_id=thread))
     assert uow.commits == 0
-    await use_case.execute(DeleteConversationCommand(caller=ADMIN, thread_id=thread))
+    await use_case.execute(DeleteConversationCommand.parse(caller=ADMIN, thread_id=thread))
     assert await repo.get("org_a", thread) is None
     with pytest.raises(NotFound):
-        await use_case.execute(DeleteConversationCommand(caller=ADMIN, thread_id=thread))
+        await use_case.execute(DeleteConversationCommand.parse(caller=ADMIN, thread_id=thread))
 
 
 async def test_delete_refuses_a_malformed_thread_id(repo, uow):
     with pytest.raises(Invalid, match=r"^threadId must be a valid UUID$"):
         await DeleteConversation(repo, uow).execute(
-            DeleteConversationCommand(caller=OWNER, thread_id="nope")
+            DeleteConversationCommand.parse(caller=OWNER, thread_id="nope")
         )
 
 
@@ -224,7 +230,7 @@ async def test_delete_refuses_a_malformed_thread_id(repo, uow):
 async def test_rename_saves_the_trimmed_name_as_the_members_choice(repo, uow):
     conversation = await started(repo)
     renamed = await RenameConversation(repo, uow).execute(
-        RenameConversationCommand(
+        RenameConversationCommand.parse(
             caller=OWNER, thread_id=conversation.thread_id, name="  Leave policy  "
         )
     )
@@ -241,7 +247,7 @@ async def test_rename_saves_the_trimmed_name_as_the_members_choice(repo, uow):
 async def test_an_empty_name_clears_the_title(repo, uow, name):
     conversation = await started(repo)
     renamed = await RenameConversation(repo, uow).execute(
-        RenameConversationCommand(caller=OWNER, thread_id=conversation.thread_id, name=name)
+        RenameConversationCommand.parse(caller=OWNER, thread_id=conversation.thread_id, name=name)
     )
     assert renamed.title is None
     assert renamed.title_source is TitleSource.RENAMED
@@ -251,7 +257,7 @@ async def test_a_rename_wins_over_a_title_generation_already_running(repo, uow):
     conversation = await started(repo)
     version_seen_by_generation = conversation.title_version
     await RenameConversation(repo, uow).execute(
-        RenameConversationCommand(caller=OWNER, thread_id=conversation.thread_id, name="")
+        RenameConversationCommand.parse(caller=OWNER, thread_id=conversation.thread_id, name="")
     )
     assert not await repo.set_generated_title(
         "org_a", conversation.thread_id, "Generated", version_seen_by_generation
@@ -275,7 +281,9 @@ async def test_rename_refuses_a_bad_name(repo, uow, name, message):
     conversation = await started(repo)
     with pytest.raises(Invalid, match=f"^{message}$") as raised:
         await RenameConversation(repo, uow).execute(
-            RenameConversationCommand(caller=OWNER, thread_id=conversation.thread_id, name=name)
+            RenameConversationCommand.parse(
+                caller=OWNER, thread_id=conversation.thread_id, name=name
+            )
         )
     assert raised.value.details[0]["field"] == "name"
     assert uow.commits == 0
@@ -285,7 +293,9 @@ async def test_rename_refuses_a_bad_name(repo, uow, name, message):
 async def test_a_name_of_exactly_120_characters_is_kept(repo, uow):
     conversation = await started(repo)
     renamed = await RenameConversation(repo, uow).execute(
-        RenameConversationCommand(caller=OWNER, thread_id=conversation.thread_id, name="y" * 120)
+        RenameConversationCommand.parse(
+            caller=OWNER, thread_id=conversation.thread_id, name="y" * 120
+        )
     )
     assert renamed.title == "y" * 120
 
@@ -296,11 +306,13 @@ async def test_rename_of_a_thread_the_caller_cannot_see_is_not_found(repo, uow):
     for caller, thread_id in ((COLLEAGUE, thread), (OUTSIDER, thread), (OWNER, str(uuid.uuid4()))):
         with pytest.raises(NotFound, match=r"^Conversation not found$"):
             await use_case.execute(
-                RenameConversationCommand(caller=caller, thread_id=thread_id, name="Mine")
+                RenameConversationCommand.parse(caller=caller, thread_id=thread_id, name="Mine")
             )
     renamed = await use_case.execute(
-        RenameConversationCommand(caller=ADMIN, thread_id=thread, name="Moderated")
+        RenameConversationCommand.parse(caller=ADMIN, thread_id=thread, name="Moderated")
     )
     assert renamed.title == "Moderated"
     with pytest.raises(Invalid, match=r"^threadId must be a valid UUID$"):
-        await use_case.execute(RenameConversationCommand(caller=OWNER, thread_id=None, name="x"))
+        await use_case.execute(
+            RenameConversationCommand.parse(caller=OWNER, thread_id=None, name="x")
+        )

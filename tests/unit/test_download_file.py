@@ -23,7 +23,7 @@ async def setup(world, caller):
 
 
 def query(caller, kb_id, **fields):
-    return DownloadFileQuery(caller=caller, kb_id=kb_id, file_id=FILE_ID, **fields)
+    return DownloadFileQuery.parse(caller=caller, kb_id=kb_id, file_id=FILE_ID, **fields)
 
 
 async def test_the_original_is_the_default_with_its_name(world, caller):
@@ -73,7 +73,7 @@ async def test_bad_parameters_are_400(world, caller, fields, message):
     kb_id, _, _, use_case = await setup(world, caller)
     base = {"caller": caller, "kb_id": kb_id, "file_id": FILE_ID}
     with pytest.raises(Invalid, match=message):
-        await use_case.execute(DownloadFileQuery(**{**base, **fields}))
+        await use_case.execute(DownloadFileQuery.parse(**{**base, **fields}))
 
 
 async def test_a_foreign_or_missing_file_looks_missing(world, caller, stranger):
@@ -82,7 +82,7 @@ async def test_a_foreign_or_missing_file_looks_missing(world, caller, stranger):
         await use_case.execute(query(stranger, kb_id))
     with pytest.raises(NotFound, match="Knowledge base not found"):
         await use_case.execute(query(caller, kb_id + 1))
-    other = DownloadFileQuery(
+    other = DownloadFileQuery.parse(
         caller=caller, kb_id=kb_id, file_id="6b0d0c8e-3f43-4a52-9d2b-0d8f6f1f9a11"
     )
     with pytest.raises(NotFound, match="File not found"):

@@ -39,7 +39,7 @@ def command(caller, **overrides):
         "user_metadata": {"team": "legal"},
     }
     fields.update(overrides)
-    return AssociateFileCommand(caller=caller, **fields)
+    return AssociateFileCommand.parse(caller=caller, **fields)
 
 
 ORIGINAL_KEY = f"orgs/org_a/files/{FILE_ID}/Report_2026.pdf"
@@ -132,7 +132,7 @@ async def test_a_file_id_is_associated_once(world, caller):
 
 
 def listing(caller, kb_id, **page):
-    return ListFilesQuery(caller=caller, kb_id=kb_id, view=ListedFile, **page)
+    return ListFilesQuery.parse(caller=caller, kb_id=kb_id, view=ListedFile, **page)
 
 
 async def test_list_files_checks_the_knowledge_base(world, caller, stranger):
@@ -175,7 +175,9 @@ async def test_delete_file_removes_record_and_objects(world, caller):
     world.storage.objects[record.file_key] = b"%PDF"
     world.storage.objects["orgs/org_a/files/other/keep.txt"] = b"x"
     use_case = DeleteFile(world.kbs, world.files, world.storage, world.uow)
-    report = await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=FILE_ID))
+    report = await use_case.execute(
+        DeleteFileCommand.parse(caller=caller, kb_id=kb_id, file_id=FILE_ID)
+    )
     assert report.leftover_prefixes == []
     assert world.files.rows == {}
     assert list(world.storage.objects) == ["orgs/org_a/files/other/keep.txt"]
@@ -196,7 +198,7 @@ async def test_delete_file_errors(world, caller, kb_id, file_id, error, message)
     await associate(world).execute(command(caller))
     use_case = DeleteFile(world.kbs, world.files, world.storage, world.uow)
     with pytest.raises(error, match=message):
-        await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=file_id))
+        await use_case.execute(DeleteFileCommand.parse(caller=caller, kb_id=kb_id, file_id=file_id))
     assert len(world.files.rows) == 1
 
 
@@ -204,7 +206,7 @@ async def test_create_upload_hands_out_keys_in_the_callers_organization(world, c
     clock = FakeClock()
     use_case = CreateUpload(world.storage, clock, UploadPolicy(max_size=1000))
     prepared = await use_case.execute(
-        CreateUploadCommand(
+        CreateUploadCommand.parse(
             caller=caller, file_name="Q3 résumé.pdf", content_type="application/pdf", file_size=500
         )
     )
@@ -229,4 +231,4 @@ async def test_create_upload_refuses_bad_input(world, caller, fields, message):
     use_case = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
     base = {"file_name": "a.txt", "content_type": "text/plain", "file_size": 10}
     with pytest.raises(Invalid, match=message):
-        await use_case.execute(CreateUploadCommand(caller=caller, **{**base, **fields}))
+        await use_case.execute(CreateUploadCommand.parse(caller=caller, **{**base, **fields}))

@@ -18,7 +18,7 @@ from application.use_cases.search_knowledge_base import (
     SearchKnowledgeBase,
     SearchKnowledgeBaseQuery,
 )
-from domain.agents import validate_agent_name, validate_tag_name, validate_text
+from domain.agents import validate_agent_name, validate_tag_name
 from domain.conversations import (
     clean_generated_title,
     fallback_title,
@@ -37,6 +37,7 @@ from domain.knowledge_bases import (
 )
 from domain.models import parse_model_ref
 from domain.text import check_single_line, check_storable, check_storable_json, is_storable
+from domain.text import parse_text as validate_text
 from tests.fakes import FakeKnowledgeBases, FakeUnitOfWork
 from tests.fakes.agents import FakeAgents
 from tests.fakes.chat import fake_meter
@@ -247,7 +248,7 @@ async def test_create_knowledge_base_with_nul_writes_nothing():
         {"name": "\u202eDocs"},
     ):
         with pytest.raises(Invalid):
-            await use_case.execute(CreateKnowledgeBaseCommand(caller=ADMIN, **fields))  # type: ignore[arg-type]
+            await use_case.execute(CreateKnowledgeBaseCommand.parse(caller=ADMIN, **fields))  # type: ignore[arg-type]
     assert kbs.rows == {}
 
 
@@ -257,9 +258,11 @@ async def test_create_agent_and_tag_with_nul_write_nothing():
     create = CreateAgent(agents, kbs, FakeSkillRepository(), uow, "local:smollm2-135m")
     for fields in ({"name": "A\x00"}, {"name": "A", "role": "\x00"}, {"name": "\u2067A"}):
         with pytest.raises(Invalid):
-            await create.execute(CreateAgentCommand(caller=ADMIN, **fields))  # type: ignore[arg-type]
+            await create.execute(CreateAgentCommand.parse(caller=ADMIN, **fields))  # type: ignore[arg-type]
     with pytest.raises(Invalid, match=r"^name must not contain control characters$"):
-        await CreateAgentTag(agents, uow).execute(CreateAgentTagCommand(caller=ADMIN, name="t\x00"))
+        await CreateAgentTag(agents, uow).execute(
+            CreateAgentTagCommand.parse(caller=ADMIN, name="t\x00")
+        )
     assert uow.commits == 0
 
 
@@ -267,5 +270,7 @@ async def test_search_query_with_nul_is_refused_before_any_lookup():
     kbs = FakeKnowledgeBases()
     search = SearchKnowledgeBase(kbs, None, FakeEmbedderRegistry(), fake_meter())  # type: ignore[arg-type]
     with pytest.raises(Invalid, match=r"^query must not contain NUL characters$") as error:
-        await search.execute(SearchKnowledgeBaseQuery(caller=ADMIN, kb_ids=[1], query="a\x00b"))
+        await search.execute(
+            SearchKnowledgeBaseQuery.parse(caller=ADMIN, kb_ids=[1], query="a\x00b")
+        )
     assert fields_of(error) == ["query"]

@@ -63,7 +63,7 @@ def ingest(world, deliveries) -> IngestInboundEmail:
 
 async def mail_kb(world, caller) -> int:
     summary = await CreateKnowledgeBase(world.kbs, world.uow, inbound=DOMAIN).execute(
-        CreateKnowledgeBaseCommand(caller=caller, name="Inbox", source="email")
+        CreateKnowledgeBaseCommand.parse(caller=caller, name="Inbox", source="email")
     )
     return summary.knowledge_base.id
 
@@ -81,7 +81,7 @@ async def test_source_email_gives_a_lower_case_random_address(world, caller):
 async def test_without_a_domain_source_email_is_refused(world, caller):
     with pytest.raises(Invalid, match="AP_INBOUND_EMAIL_DOMAIN"):
         await CreateKnowledgeBase(world.kbs, world.uow).execute(
-            CreateKnowledgeBaseCommand(caller=caller, name="Inbox", source="email")
+            CreateKnowledgeBaseCommand.parse(caller=caller, name="Inbox", source="email")
         )
     assert world.kbs.rows == {}
 
@@ -91,17 +91,21 @@ async def test_changing_the_source_keeps_removes_and_renews_the_address(world, c
     first = world.kbs.rows[kb_id].inbound_email_address
     update = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow, DOMAIN)
     kept = await update.execute(
-        UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, source="email")
+        UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source="email")
     )
     assert kept.knowledge_base.inbound_email_address == first
-    off = await update.execute(UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, source=None))
+    off = await update.execute(
+        UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source=None)
+    )
     assert (off.knowledge_base.source, off.knowledge_base.inbound_email_address) == (None, None)
     on = await update.execute(
-        UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, source="email")
+        UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source="email")
     )
     assert on.knowledge_base.inbound_email_address not in (None, first)
     with pytest.raises(Invalid) as refused:
-        await update.execute(UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, source="web"))
+        await update.execute(
+            UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source="web")
+        )
     assert refused.value.details == [{"field": "source", "message": 'expected "email" or null'}]
 
 
@@ -250,7 +254,7 @@ async def test_a_knowledge_base_no_longer_fed_by_email_is_an_unknown_recipient(
     with pytest.raises(NotFound, match="Unknown recipient"):
         await ingest.execute(IngestInboundEmailCommand(caller=stranger, kb_id=kb_id, email=email()))
     await UpdateKnowledgeBase(world.kbs, world.jobs, world.uow, DOMAIN).execute(
-        UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, source=None)
+        UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source=None)
     )
     with pytest.raises(NotFound, match="Unknown recipient"):
         await ingest.execute(IngestInboundEmailCommand(caller=caller, kb_id=kb_id, email=email()))

@@ -26,7 +26,7 @@ from tests.unit.conftest import World
 async def create(world: World, caller: Caller, **fields: object) -> int:
     use_case = CreateKnowledgeBase(world.kbs, world.uow)
     summary = await use_case.execute(
-        CreateKnowledgeBaseCommand(caller=caller, **{"name": "Docs", **fields})  # type: ignore[arg-type]
+        CreateKnowledgeBaseCommand.parse(caller=caller, **{"name": "Docs", **fields})  # type: ignore[arg-type]
     )
     return summary.knowledge_base.id
 
@@ -105,7 +105,7 @@ async def test_update_changes_only_the_fields_sent(world, caller):
     kb_id = await create(world, caller, description="keep me")
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
     summary = await use_case.execute(
-        UpdateKnowledgeBaseCommand(caller=caller, kb_id=str(kb_id), name="Renamed")
+        UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=str(kb_id), name="Renamed")
     )
     kb = summary.knowledge_base
     assert (kb.name, kb.description) == ("Renamed", "keep me")
@@ -115,7 +115,7 @@ async def test_update_model_without_files_takes_effect_at_once(world, caller):
     kb_id = await create(world, caller)
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
     summary = await use_case.execute(
-        UpdateKnowledgeBaseCommand(
+        UpdateKnowledgeBaseCommand.parse(
             caller=caller, kb_id=kb_id, embedding_model="openai:text-embedding-3-small"
         )
     )
@@ -128,7 +128,7 @@ async def test_update_model_with_files_queues_reembedding_and_keeps_the_old_inde
     kb_id = await create(world, caller)
     await add_file(world, caller, kb_id, "00000000-0000-4000-8000-000000000001")
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
-    command = UpdateKnowledgeBaseCommand(
+    command = UpdateKnowledgeBaseCommand.parse(
         caller=caller, kb_id=kb_id, embedding_model="openai:text-embedding-3-small"
     )
     summary = await use_case.execute(command)
@@ -146,7 +146,7 @@ async def test_naming_the_model_in_use_forgets_a_failed_reembedding(world, calle
     await world.kbs.update("org_a", kb_id, {"reindex_error": "The provider refused the key."})
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
     summary = await use_case.execute(
-        UpdateKnowledgeBaseCommand(
+        UpdateKnowledgeBaseCommand.parse(
             caller=caller, kb_id=kb_id, embedding_model="local:all-MiniLM-L6-v2"
         )
     )
@@ -160,7 +160,9 @@ async def test_update_of_a_foreign_or_missing_knowledge_base_is_not_found(world,
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
     for who, target in ((stranger, kb_id), (caller, 999)):
         with pytest.raises(NotFound, match="Knowledge base not found"):
-            await use_case.execute(UpdateKnowledgeBaseCommand(caller=who, kb_id=target, name="x"))
+            await use_case.execute(
+                UpdateKnowledgeBaseCommand.parse(caller=who, kb_id=target, name="x")
+            )
     assert world.kbs.rows[kb_id].name == "Docs"
 
 
@@ -168,7 +170,9 @@ async def test_update_of_a_foreign_or_missing_knowledge_base_is_not_found(world,
 async def test_update_needs_a_valid_id(world, caller, kb_id):
     use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
     with pytest.raises(Invalid, match="Valid knowledge base ID is required"):
-        await use_case.execute(UpdateKnowledgeBaseCommand(caller=caller, kb_id=kb_id, name="x"))
+        await use_case.execute(
+            UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, name="x")
+        )
 
 
 async def test_delete_removes_rows_then_objects_and_reports_leftovers(world, caller):
@@ -179,7 +183,7 @@ async def test_delete_removes_rows_then_objects_and_reports_leftovers(world, cal
         world.storage.objects[f"orgs/org_a/files/{file_id}/a.pdf"] = b"%PDF"
     world.storage.failing_prefixes.add(f"orgs/org_a/files/{broken}/")
     use_case = DeleteKnowledgeBase(world.kbs, world.files, world.storage, world.uow)
-    report = await use_case.execute(DeleteKnowledgeBaseCommand(caller=caller, kb_id=kb_id))
+    report = await use_case.execute(DeleteKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id))
     assert report.files_removed == 2
     assert report.leftover_prefixes == [f"orgs/org_a/files/{broken}/"]
     assert world.kbs.rows == {} and world.files.rows == {}
@@ -190,5 +194,5 @@ async def test_delete_of_a_foreign_knowledge_base_is_not_found(world, caller, st
     kb_id = await create(world, caller)
     use_case = DeleteKnowledgeBase(world.kbs, world.files, world.storage, world.uow)
     with pytest.raises(NotFound):
-        await use_case.execute(DeleteKnowledgeBaseCommand(caller=stranger, kb_id=kb_id))
+        await use_case.execute(DeleteKnowledgeBaseCommand.parse(caller=stranger, kb_id=kb_id))
     assert kb_id in world.kbs.rows

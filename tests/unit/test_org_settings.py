@@ -25,9 +25,9 @@ from domain.org_settings import (
     MAX_DETAILS,
     OrgSettings,
     SidebarLink,
-    named_default_agent,
     parse_settings,
     settings_from_document,
+    unknown_default_agent,
 )
 from domain.spend import CapPeriod
 from tests.fakes import FakeClock, FakeUnitOfWork
@@ -41,9 +41,9 @@ def fields_of(error: Invalid) -> list[str]:
     return [str(d["field"]) for d in error.details]
 
 
-def breaches(value: Any, **kw: Any) -> list[str]:
+def breaches(value: Any) -> list[str]:
     with pytest.raises(Invalid) as raised:
-        parse_settings(value, **kw)
+        parse_settings(value)
     assert raised.value.message == "Bad Request"
     return fields_of(raised.value)
 
@@ -135,13 +135,17 @@ def test_each_breach_names_its_field(raw, fields):
     assert breaches(raw) == fields
 
 
-def test_a_missing_default_agent_is_named_with_the_other_breaches():
-    raw = {"defaultAgentId": 9, "spendCaps": {"daily": -1}}
-    assert named_default_agent(raw) == 9
-    assert breaches(raw, missing_agent=9) == ["settings.defaultAgentId", "settings.spendCaps.daily"]
-    assert parse_settings({"defaultAgentId": 9}, missing_agent=8).default_agent_id == 9
-    assert named_default_agent({"defaultAgentId": "9"}) is None
-    assert named_default_agent([9]) is None
+def test_a_missing_default_agent_is_named_as_a_breach_of_its_own():
+    assert parse_settings({"defaultAgentId": 9}).default_agent_id == 9
+    error = unknown_default_agent(9)
+    assert error.message == "Bad Request"
+    assert error.details == [
+        {"field": "settings.defaultAgentId", "message": "9 is not an agent of this organization"}
+    ]
+    assert breaches({"defaultAgentId": "9", "spendCaps": {"daily": -1}}) == [
+        "settings.defaultAgentId",
+        "settings.spendCaps.daily",
+    ]
 
 
 def test_a_flood_of_breaches_is_answered_with_the_first_fifty():
@@ -280,7 +284,9 @@ async def test_reading_needs_console_access(world):
 async def test_only_admins_save(world):
     for caller in (MEMBER, CONSOLE):
         with pytest.raises(Forbidden):
-            await world.replace().execute(ReplaceOrgSettingsCommand(caller=caller, settings={}))
+            await world.replace().execute(
+                ReplaceOrgSettingsCommand.parse(caller=caller, settings={})
+            )
     assert world.settings.saved == {} and world.uow.commits == 0
 
 
@@ -291,7 +297,9 @@ async def test_a_save_is_sanitized_audited_and_committed(world):
         "spendCaps": {"weekly": 5},
         "feedbackModal": {"customHtml": "<script>x</script>"},
     }
-    view = await world.replace().execute(ReplaceOrgSettingsCommand(caller=ADMIN, settings=raw))
+    view = await world.replace().execute(
+        ReplaceOrgSettingsCommand.parse(caller=ADMIN, settings=raw)
+    )
     assert world.sanitizer.given == ["<script>x</script>"]
     assert view.settings.custom_html == "x" and view.settings.default_agent_id == agent
     assert world.settings.saved["org_a"] == (view.settings, "user_admin")
@@ -314,7 +322,9 @@ async def test_a_breach_or_a_foreign_agent_saves_nothing(world):
     foreign = await world.agent("org_b")
     for raw in ({"defaultAgentId": foreign}, {"spendCaps": {"daily": -1}}):
         with pytest.raises(Invalid) as raised:
-            await world.replace().execute(ReplaceOrgSettingsCommand(caller=ADMIN, settings=raw))
+            await world.replace().execute(
+                ReplaceOrgSettingsCommand.parse(caller=ADMIN, settings=raw)
+            )
         assert raised.value.message == "Bad Request"
     assert fields_of(raised.value) == ["settings.spendCaps.daily"]
     assert world.settings.saved == {} and world.audit.of("org_a") == []

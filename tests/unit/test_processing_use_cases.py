@@ -60,7 +60,7 @@ async def setup(
 ):
     kb_id = await create(world, caller, **kb_fields)
     upload = command(caller, kb_id=kb_id, file_size=len(TEXT))
-    await world.storage.put(upload.file_key, TEXT, content_type=upload.content_type)
+    await world.storage.put(upload.file.file_key, TEXT, content_type=upload.file.content_type)
     record = await AssociateFile(
         world.kbs, world.files, world.jobs, world.uow, world.storage
     ).execute(upload)
@@ -281,7 +281,7 @@ async def test_search_embeds_once_per_model_and_checks_every_knowledge_base(
     chunks = RecordingChunks()
     search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry(), fake_meter())
     await search.execute(
-        SearchKnowledgeBaseQuery(
+        SearchKnowledgeBaseQuery.parse(
             caller=caller, kb_ids=[first, str(second), other, first], query=" holidays "
         )
     )
@@ -292,7 +292,9 @@ async def test_search_embeds_once_per_model_and_checks_every_knowledge_base(
         ("openai:bge", 1024, [other]),
     ]
     with pytest.raises(NotFound):
-        await search.execute(SearchKnowledgeBaseQuery(caller=caller, kb_ids=[foreign], query="x"))
+        await search.execute(
+            SearchKnowledgeBaseQuery.parse(caller=caller, kb_ids=[foreign], query="x")
+        )
     for kb_ids, text, top in (
         ([], "x", None),
         ([first], "", None),
@@ -302,7 +304,7 @@ async def test_search_embeds_once_per_model_and_checks_every_knowledge_base(
     ):
         with pytest.raises(Invalid):
             await search.execute(
-                SearchKnowledgeBaseQuery(caller=caller, kb_ids=kb_ids, query=text, top_k=top)
+                SearchKnowledgeBaseQuery.parse(caller=caller, kb_ids=kb_ids, query=text, top_k=top)
             )
 
 
@@ -317,7 +319,7 @@ async def test_an_agents_search_leaves_out_knowledge_bases_gone_since(world, cal
     chunks = RecordingChunks()
     search = SearchKnowledgeBase(world.kbs, chunks, FakeEmbedderRegistry(), fake_meter())
     await search.execute(
-        SearchKnowledgeBaseQuery(
+        SearchKnowledgeBaseQuery.parse(
             caller=caller, kb_ids=[kept, foreign, 999], query="leave", skip_missing=True
         )
     )
@@ -325,7 +327,9 @@ async def test_an_agents_search_leaves_out_knowledge_bases_gone_since(world, cal
     assert [s.knowledge_base_ids for s in scopes] == [[kept]]
     chunks.searched = None
     found = await search.execute(
-        SearchKnowledgeBaseQuery(caller=caller, kb_ids=[foreign], query="x", skip_missing=True)
+        SearchKnowledgeBaseQuery.parse(
+            caller=caller, kb_ids=[foreign], query="x", skip_missing=True
+        )
     )
     assert found == [] and chunks.searched is None
 
@@ -339,7 +343,9 @@ async def test_reprocess_restarts_the_file_and_queues_it(world, caller, chunks):
     await run(use_case, record)
     world.jobs.jobs.clear()
     restarted = await ReprocessFile(world.kbs, world.files, world.jobs, world.uow).execute(
-        ReprocessFileCommand(caller=caller, kb_id=record.knowledge_base_id, file_id=record.file_id)
+        ReprocessFileCommand.parse(
+            caller=caller, kb_id=record.knowledge_base_id, file_id=record.file_id
+        )
     )
     assert (restarted.processing_status, restarted.processing_error) == (
         ProcessingStatus.PARSING,

@@ -107,7 +107,7 @@ class World:
 
     async def send(self, caller: Caller = ALICE, **fields: object):
         fields.setdefault("messages", [{"role": "user", "parts": [{"type": "text", "text": "Hi"}]}])
-        return await self.use_case.execute(SendChatMessageCommand(caller=caller, **fields))
+        return await self.use_case.execute(SendChatMessageCommand.parse(caller=caller, **fields))
 
 
 async def test_a_new_conversation_is_committed_with_its_message_and_run_before_the_answer():

@@ -52,7 +52,7 @@ class World:
 
     async def create(self, md: str | None = None, caller: Caller = ALICE) -> int:
         view = await CreateSkill(self.skills, self.parser, self.uow).execute(
-            CreateSkillCommand(caller=caller, skill_md=md or skill_md())
+            CreateSkillCommand.parse(caller=caller, skill_md=md or skill_md())
         )
         return view.skill.id
 
@@ -61,7 +61,7 @@ class World:
 
     async def add_file(self, skill_id: int, path: str, data: bytes) -> None:
         await self.put().execute(
-            PutSkillFileCommand(
+            PutSkillFileCommand.parse(
                 caller=ALICE,
                 skill_id=skill_id,
                 path=path,
@@ -85,11 +85,11 @@ async def test_versions_count_changes_only(w):
     sid = await w.create()
     update = UpdateSkill(w.skills, w.parser, w.uow)
     view = await update.execute(
-        UpdateSkillCommand(caller=ALICE, skill_id=sid, skill_md=skill_md(description="New."))
+        UpdateSkillCommand.parse(caller=ALICE, skill_id=sid, skill_md=skill_md(description="New."))
     )
     assert view.skill.version == 2
     same = await update.execute(
-        UpdateSkillCommand(caller=ALICE, skill_id=sid, skill_md=skill_md(description="New."))
+        UpdateSkillCommand.parse(caller=ALICE, skill_id=sid, skill_md=skill_md(description="New."))
     )
     assert same.skill.version == 2
     await w.add_file(sid, "a.txt", b"one")
@@ -103,7 +103,7 @@ async def test_a_stale_expected_version_changes_nothing(w):
     commits = w.uow.commits
     with pytest.raises(Conflict, match="Skill was changed by someone else"):
         await update.execute(
-            UpdateSkillCommand(
+            UpdateSkillCommand.parse(
                 caller=ALICE, skill_id=sid, skill_md=skill_md(description="X."), expected_version=2
             )
         )
@@ -112,7 +112,7 @@ async def test_a_stale_expected_version_changes_nothing(w):
     for bad in (0, -1, True, "1", 1.0):
         with pytest.raises(Invalid, match="expectedVersion must be a positive integer"):
             await update.execute(
-                UpdateSkillCommand(
+                UpdateSkillCommand.parse(
                     caller=ALICE, skill_id=sid, skill_md=skill_md(), expected_version=bad
                 )
             )
@@ -122,7 +122,7 @@ async def test_a_failed_storage_delete_keeps_the_record_and_a_retry_finishes(w):
     sid = await w.create()
     await w.add_file(sid, "scripts/run.sh", b"echo hi")
     delete = DeleteSkillFile(w.skills, w.storage, w.uow)
-    command = DeleteSkillFileCommand(caller=ALICE, skill_id=sid, path="scripts/run.sh")
+    command = DeleteSkillFileCommand.parse(caller=ALICE, skill_id=sid, path="scripts/run.sh")
     w.storage.failing_prefixes.add(f"orgs/org_a/skills/{sid}/")
     commits = w.uow.commits
     with pytest.raises(SkillFileNotDeleted) as failed:
@@ -141,7 +141,7 @@ async def test_a_record_whose_object_is_already_gone_is_still_deleted(w):
     await w.add_file(sid, "a.txt", b"x")
     w.storage.objects.clear()
     await DeleteSkillFile(w.skills, w.storage, w.uow).execute(
-        DeleteSkillFileCommand(caller=ALICE, skill_id=sid, path="a.txt")
+        DeleteSkillFileCommand.parse(caller=ALICE, skill_id=sid, path="a.txt")
     )
     assert await w.skills.get_file("org_a", sid, "a.txt") is None
 
@@ -157,21 +157,21 @@ async def test_file_limits(w):
     await w.add_file(sid, "f0.txt", b"replaced")  # a replacement adds no file
     with pytest.raises(Invalid, match="content must be base64"):
         await w.put().execute(
-            PutSkillFileCommand(caller=ALICE, skill_id=sid, path="a.txt", content="@@@")
+            PutSkillFileCommand.parse(caller=ALICE, skill_id=sid, path="a.txt", content="@@@")
         )
 
 
 async def test_skill_md_is_read_but_never_written_as_a_file(w):
     sid = await w.create()
     found = await GetSkillFile(w.skills, w.storage).execute(
-        GetSkillFileQuery(caller=ALICE, skill_id=sid, path="SKILL.md")
+        GetSkillFileQuery.parse(caller=ALICE, skill_id=sid, path="SKILL.md")
     )
     assert found.data == skill_md().encode() and found.file.content_type == "text/markdown"
     with pytest.raises(Invalid, match=r"SKILL\.md cannot be changed here"):
         await w.add_file(sid, "SKILL.md", b"---")
     with pytest.raises(Invalid, match=r"SKILL\.md cannot be changed here"):
         await DeleteSkillFile(w.skills, w.storage, w.uow).execute(
-            DeleteSkillFileCommand(caller=ALICE, skill_id=sid, path="SKILL.md")
+            DeleteSkillFileCommand.parse(caller=ALICE, skill_id=sid, path="SKILL.md")
         )
 
 
@@ -181,15 +181,15 @@ async def test_soft_deleted_and_foreign_skills_are_not_found(w):
     await w.add_file(sid, "a.txt", b"x")
     delete = SoftDeleteSkill(w.skills, FakeAuditLog(), w.uow)
     with pytest.raises(NotFound, match="Skill not found"):
-        await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id=theirs))
-    await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id=sid))
+        await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id=theirs))
+    await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id=sid))
     with pytest.raises(NotFound, match="Skill not found"):
-        await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id=sid))
+        await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id=sid))
     with pytest.raises(NotFound, match="Skill not found"):
         await w.add_file(sid, "b.txt", b"x")
     assert list(w.storage.objects) == [f"orgs/org_a/skills/{sid}/files/a.txt"]
     with pytest.raises(Invalid, match="Valid skill ID is required"):
-        await delete.execute(SoftDeleteSkillCommand(caller=ALICE, skill_id="x"))
+        await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id="x"))
 
 
 def a_zip(entries: dict[str, str]) -> bytes:

@@ -34,7 +34,7 @@ def command(caller, file_id=X, **overrides):
         "file_size": 11,
     }
     fields.update(overrides)
-    return AssociateFileCommand(caller=caller, **fields)
+    return AssociateFileCommand.parse(caller=caller, **fields)
 
 
 def store(world, key, data=b"hello world", content_type="text/plain"):
@@ -162,7 +162,7 @@ async def test_presign_refuses_control_and_bidi_characters_in_names(world, calle
     presign = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
     with pytest.raises(Invalid) as error:
         await presign.execute(
-            CreateUploadCommand(caller=caller, file_name=name, content_type="text/plain")
+            CreateUploadCommand.parse(caller=caller, file_name=name, content_type="text/plain")
         )
     assert field_of(error) == ["fileName"]
 
@@ -170,7 +170,7 @@ async def test_presign_refuses_control_and_bidi_characters_in_names(world, calle
 async def test_presign_accepts_ordinary_unicode_names(world, caller):
     presign = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
     prepared = await presign.execute(
-        CreateUploadCommand(
+        CreateUploadCommand.parse(
             caller=caller, file_name=" Ünïcode 報告.pdf ", content_type="a/b", file_size=1
         )
     )

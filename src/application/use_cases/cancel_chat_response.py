@@ -8,17 +8,15 @@ from application.ports.chat_run_log import ChatRunLog
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.follow_chat_response import visible_conversation
-from domain.conversations import StreamStatus
-from domain.identity import Caller
+from domain.conversations import StreamStatus, ThreadRequest
 
 WAIT_FOR_STOP = 5.0
 POLL_INTERVAL = 0.1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CancelChatResponseCommand:
-    caller: Caller
-    thread_id: object
+class CancelChatResponseCommand(ThreadRequest):
+    """Which conversation's answer to stop (`ThreadRequest.parse`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -31,8 +29,8 @@ class CancelOutcome:
 class CancelChatResponse:
     """Stop a conversation's running answer.
 
-    Rules: the conversation must be one the caller may see (400 for a malformed id, 404 for an
-    unknown or foreign one). The running answer is flagged to stop (the process producing it
+    Rules: the conversation must be one the caller may see (404 for an unknown or foreign
+    one). The running answer is flagged to stop (the process producing it
     sees the flag within moments) and stopped at once when it runs in this process; the call
     waits up to 5 seconds for it to end, and reports the status the answer ended with. What was
     produced before the stop is kept. With nothing running, nothing changes.

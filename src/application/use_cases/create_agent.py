@@ -6,18 +6,7 @@ from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.agents import (
-    DEFAULT_CHAT_MODEL,
-    MAX_AGENT_DESCRIPTION,
-    MAX_AGENT_ROLE,
-    Agent,
-    NewAgent,
-    require_agent_manager,
-    validate_agent_name,
-    validate_chat_model,
-    validate_id_list,
-    validate_text,
-)
+from domain.agents import DEFAULT_CHAT_MODEL, Agent, AgentFields, NewAgent, require_agent_manager
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
 
@@ -25,26 +14,23 @@ from domain.identity import Caller
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateAgentCommand:
     caller: Caller
-    name: object
-    description: object = None
-    role: object = None
-    model: object = None
-    knowledge_base_ids: object = None
-    skill_ids: object = None
-    tag_ids: object = None
+    fields: AgentFields
+
+    @classmethod
+    def parse(cls, *, caller: Caller, **fields: object) -> CreateAgentCommand:
+        """Who, then what: only an agent manager's request is read (403 otherwise), its fields
+        parsed by `AgentFields.parse`."""
+        require_agent_manager(caller)
+        return cls(caller=caller, fields=AgentFields.parse(**fields))
 
 
 class CreateAgent:
     """Create an agent in the caller's organization.
 
     Rules: only an agent manager (`org:admin` or `org:agents:manage`) may (403 otherwise). The
-    name is required (1 to 200 characters, trimmed); description (at most 4000 characters) and
-    role, the agent's instructions (at most 20000), are optional. The model is
-    `local:<bundled model>` or `openai:<model>` and defaults to the deployment's default chat
-    model. `knowledgeBaseIds`, `skillIds` and `tagIds` are lists of at most 50 positive ids,
-    duplicates dropped and order kept; every knowledge base and tag must belong to the caller's
-    organization (400 naming the others); skill ids are stored as given. The creator is
-    recorded.
+    fields follow `domain.agents.AGENT_FIELDS`; the model defaults to the deployment's default
+    chat model. Every knowledge base and tag must belong to the caller's organization and every
+    skill be one of its active skills (400 naming the others). The creator is recorded.
     """
 
     def __init__(
@@ -62,39 +48,23 @@ class CreateAgent:
         self._default_chat_model = default_chat_model
 
     async def execute(self, command: CreateAgentCommand) -> Agent:
-        caller = command.caller
+        caller, fields = command.caller, command.fields
         require_agent_manager(caller)
-        name = validate_agent_name(command.name)
-        description = validate_text(
-            command.description, field="description", limit=MAX_AGENT_DESCRIPTION
-        )
-        role = validate_text(command.role, field="role", limit=MAX_AGENT_ROLE)
-        model = validate_chat_model(
-            self._default_chat_model if command.model is None else command.model
-        )
-        kb_ids = validate_id_list(command.knowledge_base_ids, field="knowledgeBaseIds")
-        skill_ids = validate_id_list(command.skill_ids, field="skillIds")
-        tag_ids = validate_id_list(command.tag_ids, field="tagIds")
         await check_links(
             self._agents,
             self._knowledge_bases,
             self._skills,
             caller.org_id,
-            kb_ids=kb_ids,
-            skill_ids=skill_ids,
-            tag_ids=tag_ids,
+            kb_ids=fields.knowledge_base_ids,
+            skill_ids=fields.skill_ids,
+            tag_ids=fields.tag_ids,
         )
         agent = await self._agents.add(
-            NewAgent(
+            NewAgent.of(
+                fields,
                 org_id=caller.org_id,
                 user_id=caller.user_id,
-                name=name,
-                description=description,
-                role=role,
-                model=model,
-                knowledge_base_ids=kb_ids,
-                skill_ids=skill_ids,
-                tag_ids=tag_ids,
+                model=fields.model or self._default_chat_model,
             )
         )
         await self._uow.commit()

@@ -11,8 +11,15 @@ from domain.identity import Caller
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateAgentTagCommand:
     caller: Caller
-    name: object
-    color: object = None
+    name: str
+    color: str | None = None
+
+    @classmethod
+    def parse(cls, *, caller: Caller, name: object, color: object = None) -> CreateAgentTagCommand:
+        """Who, then what: an agent manager's request (403 otherwise), then the name (1 to 64
+        characters on one line) and the colour (`#RRGGBB`, stored in lower case)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, name=validate_tag_name(name), color=validate_tag_color(color))
 
 
 class CreateAgentTag:
@@ -29,8 +36,6 @@ class CreateAgentTag:
 
     async def execute(self, command: CreateAgentTagCommand) -> AgentTag:
         require_agent_manager(command.caller)
-        name = validate_tag_name(command.name)
-        color = validate_tag_color(command.color)
-        tag = await self._agents.add_tag(command.caller.org_id, name, color)
+        tag = await self._agents.add_tag(command.caller.org_id, command.name, command.color)
         await self._uow.commit()
         return tag

@@ -8,29 +8,45 @@ from application.ports.clock import Clock
 from application.ports.identity_directory import IdentityDirectory
 from application.ports.unit_of_work import UnitOfWork
 from domain.audit import INVITATION_CREATED, NewAuditEntry
-from domain.errors import Invalid, field_error
-from domain.identity import ADMIN_ROLE, MEMBER_ROLE, Caller
-from domain.members import EMAIL, Invitation, require_admin
-
-DEFAULT_EXPIRY_DAYS = 7
+from domain.identity import Caller
+from domain.members import (
+    Invitation,
+    parse_email,
+    parse_expiry_days,
+    parse_invited_role,
+    require_admin,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateInvitationCommand:
     caller: Caller
-    email: object
-    role: object
-    expires_in_days: object = None
+    email: str
+    role: str
+    expires_in_days: int
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, email: object, role: object, expires_in_days: object = None
+    ) -> CreateInvitationCommand:
+        """Who, then what: an admin's request (403 otherwise); `email` one address of at most
+        320 characters, `role` `org:admin` or `org:member`, `expiresInDays` 1 to 30 (7 when
+        absent): 400 otherwise."""
+        require_admin(caller)
+        return cls(
+            caller=caller,
+            email=parse_email(email),
+            role=parse_invited_role(role),
+            expires_in_days=parse_expiry_days(expires_in_days),
+        )
 
 
 class CreateInvitation:
     """Invite someone into the caller's organization.
 
-    Rules: only admins (403). `email` is one address of at most 320 characters, `role` is
-    `org:admin` or `org:member`, `expiresInDays` 1 to 30 (7 when absent): 400 otherwise. A
-    pending invitation for the same e-mail (case-insensitive) is 409. The invitation is
-    accepted by the first call of a member whose token carries that e-mail, until it expires.
-    Written to the audit log.
+    Rules: only admins (403). A pending invitation for the same e-mail (case-insensitive) is 409.
+    The invitation is accepted by the first call of a member whose token carries that e-mail, until
+    it expires. Written to the audit log.
     """
 
     def __init__(
@@ -44,20 +60,7 @@ class CreateInvitation:
     async def execute(self, command: CreateInvitationCommand) -> Invitation:
         caller = command.caller
         require_admin(caller)
-        email = command.email
-        if not isinstance(email, str) or len(email) > 320 or not EMAIL.fullmatch(email):
-            raise Invalid("email must be an e-mail address", [field_error("email", "invalid")])
-        if command.role not in (ADMIN_ROLE, MEMBER_ROLE):
-            raise Invalid(
-                "role must be org:admin or org:member",
-                [field_error("role", "org:admin or org:member")],
-            )
-        days = DEFAULT_EXPIRY_DAYS if command.expires_in_days is None else command.expires_in_days
-        if isinstance(days, bool) or not isinstance(days, int) or not 1 <= days <= 30:
-            raise Invalid(
-                "expiresInDays must be an integer from 1 to 30",
-                [field_error("expiresInDays", "1 to 30")],
-            )
+        email, days = command.email, command.expires_in_days
         invitation = await self._directory.create_invitation(
             caller.org_id,
             email=email,

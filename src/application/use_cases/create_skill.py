@@ -6,11 +6,8 @@ from dataclasses import dataclass
 from application.ports.skill_bundle import FrontMatterParser
 from application.ports.skill_repository import SkillDocument, SkillRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.errors import Invalid, field_error
 from domain.identity import Caller
-from domain.skills import Skill, SkillFile
-
-MAX_SKILL_MD_BYTES = 256 * 1024
+from domain.skills import Skill, SkillFile, parse_skill_md
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -24,21 +21,19 @@ class SkillView:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CreateSkillCommand:
     caller: Caller
-    skill_md: object
+    skill_md: str
+
+    @classmethod
+    def parse(cls, *, caller: Caller, skill_md: object) -> CreateSkillCommand:
+        """SKILL.md, a non-empty string of at most 256 KiB (`parse_skill_md`)."""
+        return cls(caller=caller, skill_md=parse_skill_md(skill_md))
 
 
-def read_document(parser: FrontMatterParser, skill_md: object) -> SkillDocument:
-    """SKILL.md checked as the Agent Skills format wants it (400 naming the field otherwise):
-    a non-empty string of at most 256 KiB whose front matter parses and follows the rules."""
-    if not isinstance(skill_md, str) or not skill_md.strip():
-        raise Invalid("skillMd is required", [field_error("skillMd", "a non-empty string")])
-    data = skill_md.encode("utf-8", "surrogatepass")
-    if len(data) > MAX_SKILL_MD_BYTES:
-        raise Invalid(
-            f"SKILL.md may be at most {MAX_SKILL_MD_BYTES // 1024} KiB",
-            [field_error("skillMd", f"at most {MAX_SKILL_MD_BYTES} bytes")],
-        )
+def read_document(parser: FrontMatterParser, skill_md: str) -> SkillDocument:
+    """SKILL.md (as `parse_skill_md` accepts it) whose front matter parses and follows the
+    Agent Skills format (400 naming the field otherwise), with its digest."""
     manifest = parser.parse(skill_md)
+    data = skill_md.encode("utf-8", "surrogatepass")
     return SkillDocument(
         manifest=manifest, skill_md=skill_md, sha256=hashlib.sha256(data).hexdigest()
     )

@@ -4,16 +4,21 @@ from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, require_agent_manager
+from domain.agents import AGENT_NOT_FOUND, parse_agent_id, require_agent_manager
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteAgentCommand:
     caller: Caller
-    agent_id: object
+    agent_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, agent_id: object) -> DeleteAgentCommand:
+        """An agent manager's request (403 otherwise) for a well-formed id (400)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, agent_id=parse_agent_id(agent_id))
 
 
 class DeleteAgent:
@@ -31,7 +36,6 @@ class DeleteAgent:
 
     async def execute(self, command: DeleteAgentCommand) -> None:
         require_agent_manager(command.caller)
-        agent_id = parse_positive_id(command.agent_id, AGENT_ID_REQUIRED)
-        if not await self._agents.delete(command.caller.org_id, agent_id):
+        if not await self._agents.delete(command.caller.org_id, command.agent_id):
             raise NotFound(AGENT_NOT_FOUND)
         await self._uow.commit()

@@ -4,16 +4,21 @@ from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.agents import TAG_ID_REQUIRED, TAG_NOT_FOUND, require_agent_manager
+from domain.agents import TAG_NOT_FOUND, parse_tag_id, require_agent_manager
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteAgentTagCommand:
     caller: Caller
-    tag_id: object
+    tag_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, tag_id: object) -> DeleteAgentTagCommand:
+        """An agent manager's request (403 otherwise) for a well-formed id (400)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, tag_id=parse_tag_id(tag_id))
 
 
 class DeleteAgentTag:
@@ -29,7 +34,6 @@ class DeleteAgentTag:
 
     async def execute(self, command: DeleteAgentTagCommand) -> None:
         require_agent_manager(command.caller)
-        tag_id = parse_positive_id(command.tag_id, TAG_ID_REQUIRED)
-        if not await self._agents.delete_tag(command.caller.org_id, tag_id):
+        if not await self._agents.delete_tag(command.caller.org_id, command.tag_id):
             raise NotFound(TAG_NOT_FOUND)
         await self._uow.commit()

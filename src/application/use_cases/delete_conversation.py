@@ -4,21 +4,19 @@ from dataclasses import dataclass
 
 from application.ports.conversation_repository import ConversationRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.conversations import CONVERSATION_NOT_FOUND, parse_thread_id, visible_to
+from domain.conversations import CONVERSATION_NOT_FOUND, ThreadRequest, visible_to
 from domain.errors import NotFound
-from domain.identity import Caller
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class DeleteConversationCommand:
-    caller: Caller
-    thread_id: object
+class DeleteConversationCommand(ThreadRequest):
+    """Which conversation to delete (`ThreadRequest.parse`)."""
 
 
 class DeleteConversation:
     """Delete a conversation with its messages and its responses' runs.
 
-    Rules: `thread_id` must be a uuid (400); the conversation must be visible to the caller
+    Rules: the conversation must be visible to the caller
     (its starter, or an admin of the organization), else 404 "Conversation not found". A
     response still running is asked to stop before the rows go, in the same transaction; the
     process producing it finds its run gone at its next write and stops there, writing nothing.
@@ -29,8 +27,7 @@ class DeleteConversation:
         self._uow = uow
 
     async def execute(self, command: DeleteConversationCommand) -> None:
-        thread_id = parse_thread_id(command.thread_id)
-        org_id = command.caller.org_id
+        thread_id, org_id = command.thread_id, command.caller.org_id
         conversation = await self._conversations.get(org_id, thread_id, for_update=True)
         if conversation is None or not visible_to(conversation, command.caller):
             raise NotFound(CONVERSATION_NOT_FOUND)

@@ -9,14 +9,18 @@ from application.ports.unit_of_work import UnitOfWork
 from domain.errors import NotFound
 from domain.files import file_folder
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.knowledge_bases import KB_NOT_FOUND, parse_kb_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteKnowledgeBaseCommand:
     caller: Caller
-    kb_id: object
+    kb_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, kb_id: object) -> DeleteKnowledgeBaseCommand:
+        """A well-formed id (400 "Valid knowledge base ID is required")."""
+        return cls(caller=caller, kb_id=parse_kb_id(kb_id))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,8 +52,7 @@ class DeleteKnowledgeBase:
         self._uow = uow
 
     async def execute(self, command: DeleteKnowledgeBaseCommand) -> DeletionReport:
-        kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
-        org_id = command.caller.org_id
+        kb_id, org_id = command.kb_id, command.caller.org_id
         kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
         if kb is None:
             raise NotFound(KB_NOT_FOUND)

@@ -5,16 +5,21 @@ from dataclasses import dataclass
 from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
 from domain.agents import require_agent_manager
-from domain.errors import Invalid, NotFound, field_error
+from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.schedules import TASK_ID_REQUIRED, TASK_NOT_FOUND
+from domain.schedules import TASK_NOT_FOUND, parse_task_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteScheduledTaskCommand:
     caller: Caller
-    task_id: object
+    task_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, task_id: object) -> DeleteScheduledTaskCommand:
+        """An agent manager's request (403 otherwise) for a well-formed task id (400)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, task_id=parse_task_id(task_id))
 
 
 class DeleteScheduledTask:
@@ -31,9 +36,6 @@ class DeleteScheduledTask:
 
     async def execute(self, command: DeleteScheduledTaskCommand) -> None:
         require_agent_manager(command.caller)
-        if command.task_id is None:
-            raise Invalid(TASK_ID_REQUIRED, [field_error("taskId", "required")])
-        task_id = parse_positive_id(command.task_id, TASK_ID_REQUIRED)
-        if not await self._tasks.delete(command.caller.org_id, task_id):
+        if not await self._tasks.delete(command.caller.org_id, command.task_id):
             raise NotFound(TASK_NOT_FOUND)
         await self._uow.commit()

@@ -6,17 +6,23 @@ from application.ports.object_storage import ObjectStorage
 from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.get_skill import active_skill
-from application.use_cases.put_skill_file import skill_file_path
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.skills import SKILL_FILE_NOT_FOUND
+from domain.skills import SKILL_FILE_NOT_FOUND, bundled_file_path, parse_skill_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DeleteSkillFileCommand:
     caller: Caller
-    skill_id: object
-    path: object
+    skill_id: int
+    path: str
+
+    @classmethod
+    def parse(cls, *, caller: Caller, skill_id: object, path: object) -> DeleteSkillFileCommand:
+        """The path of a bundled file (`bundled_file_path`: SKILL.md is refused), then the
+        skill's id."""
+        checked = bundled_file_path(path)
+        return cls(caller=caller, skill_id=parse_skill_id(skill_id), path=checked)
 
 
 class SkillFileNotDeleted(Exception):
@@ -42,7 +48,7 @@ class DeleteSkillFile:
 
     async def execute(self, command: DeleteSkillFileCommand) -> None:
         org_id = command.caller.org_id
-        path = skill_file_path(command.path)
+        path = command.path
         skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
         record = await self._skills.get_file(org_id, skill.id, path)
         if record is None:

@@ -2,42 +2,52 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from application.files import FileRef, find_file
 from application.ports.clock import Clock
 from application.ports.file_repository import FileRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from domain.errors import Invalid, NotFound, field_error
-from domain.files import FILE_ID_REQUIRED, FILE_NOT_FOUND
 from domain.identity import Caller
-from domain.ids import parse_positive_id, parse_uuid
-from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.ids import parse_positive_id
 from domain.uploads import (
     CONTENT_NOT_FOUND,
     DOWNLOAD_URL_TTL,
     PAGE_IMAGE_NOT_FOUND,
+    PAGE_INVALID,
+    PART_INVALID,
     DownloadPart,
 )
-
-PART_INVALID = "part must be one of original, content, image"
-PAGE_INVALID = "page must be a positive integer, and only with part=image"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class DownloadFileQuery:
     caller: Caller
-    kb_id: object
-    file_id: object
-    part: object = None
-    page: object = None
+    file: FileRef
+    part: DownloadPart = DownloadPart.ORIGINAL
+    page: int | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        caller: Caller,
+        kb_id: object,
+        file_id: object,
+        part: object = None,
+        page: object = None,
+    ) -> DownloadFileQuery:
+        """The file named (`FileRef.parse`); `part` `original` (the default), `content` or
+        `image` (400 otherwise); `page` a positive integer, required with `image` and refused
+        without it (400)."""
+        ref, chosen = FileRef.parse(kb_id, file_id), _part(part)
+        return cls(caller=caller, file=ref, part=chosen, page=_page(page, chosen))
 
 
 class DownloadFile:
     """A short-lived signed address of one stored part of a knowledge base's file.
 
-    Rules: `kb_id` positive integer and `file_id` uuid (400 with the other /kb/files
-    endpoints' messages); `part` is `original` (the default), `content` or `image` (400
-    otherwise); `page` is a positive integer, required with `image` and refused without it
-    (400). The knowledge base and the file must exist in the caller's organization (404 with
+    Rules: the knowledge base and the file must exist in the caller's organization (404 with
     the same bodies as the other /kb/files endpoints; a foreign one looks missing). `content`
     is 404 "File content not found" until the text has been extracted; a page beyond the
     file's `imageKeys` is 404 "Page image not found". The address expires after
@@ -57,16 +67,10 @@ class DownloadFile:
         self._clock = clock
 
     async def execute(self, query: DownloadFileQuery) -> str:
-        kb_id = parse_positive_id(query.kb_id, KB_ID_REQUIRED)
-        file_id = parse_uuid(query.file_id, FILE_ID_REQUIRED)
-        part = _part(query.part)
-        page = _page(query.page, part)
-        org_id = query.caller.org_id
-        if await self._knowledge_bases.get(org_id, kb_id) is None:
-            raise NotFound(KB_NOT_FOUND)
-        record = await self._files.get(org_id, kb_id, file_id)
-        if record is None:
-            raise NotFound(FILE_NOT_FOUND)
+        part, page = query.part, query.page
+        record = await find_file(
+            self._knowledge_bases, self._files, query.caller.org_id, query.file
+        )
         expires_at = self._clock.now() + DOWNLOAD_URL_TTL
         if part is DownloadPart.ORIGINAL:
             key, name, kind = record.file_key, record.file_name, record.content_type

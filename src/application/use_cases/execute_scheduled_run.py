@@ -87,7 +87,7 @@ class StartScheduledRun:
         message = [{"role": "user", "parts": [{"type": "text", "text": task.prompt}]}]
         try:
             started = await self._send.execute(
-                SendChatMessageCommand(
+                SendChatMessageCommand.parse(
                     caller=caller, agent_id=task.agent_id, messages=message, title=task.name
                 )
             )

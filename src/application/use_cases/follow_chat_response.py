@@ -9,7 +9,7 @@ from domain.chat_stream import Chunk
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
     Conversation,
-    parse_thread_id,
+    ThreadRequest,
     visible_to,
 )
 from domain.errors import NotFound
@@ -17,17 +17,15 @@ from domain.identity import Caller
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class FollowChatResponseQuery:
-    caller: Caller
-    thread_id: object
+class FollowChatResponseQuery(ThreadRequest):
+    """Which conversation's answer to follow (`ThreadRequest.parse`)."""
 
 
 async def visible_conversation(
-    conversations: ConversationRepository, caller: Caller, thread_id: object
+    conversations: ConversationRepository, caller: Caller, thread_id: str
 ) -> Conversation:
     """The conversation if the caller may see it: its member, or an admin of its organization."""
-    parsed = parse_thread_id(thread_id)
-    conversation = await conversations.get(caller.org_id, parsed)
+    conversation = await conversations.get(caller.org_id, thread_id)
     if conversation is None or not visible_to(conversation, caller):
         raise NotFound(CONVERSATION_NOT_FOUND)
     return conversation
@@ -36,7 +34,7 @@ async def visible_conversation(
 class FollowChatResponse:
     """Resume the stream of a conversation's running answer.
 
-    Rules: the thread id must be a uuid (400) of a conversation the caller may see (its member,
+    Rules: the conversation must be one the caller may see (its member,
     or an organization admin; 404 otherwise). When an answer is running, its stream is returned
     from the first chunk, then live until it ends, wherever it is being produced; when none is
     running, there is nothing to resume (None).

@@ -3,16 +3,20 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
-from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, Agent
+from domain.agents import AGENT_NOT_FOUND, Agent, parse_agent_id
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetAgentQuery:
     caller: Caller
-    agent_id: object
+    agent_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, agent_id: object) -> GetAgentQuery:
+        """The query for a well-formed id (400 "Valid agent ID is required")."""
+        return cls(caller=caller, agent_id=parse_agent_id(agent_id))
 
 
 class GetAgent:
@@ -27,8 +31,7 @@ class GetAgent:
         self._agents = agents
 
     async def execute(self, query: GetAgentQuery) -> Agent:
-        agent_id = parse_positive_id(query.agent_id, AGENT_ID_REQUIRED)
-        agent = await self._agents.get(query.caller.org_id, agent_id)
+        agent = await self._agents.get(query.caller.org_id, query.agent_id)
         if agent is None:
             raise NotFound(AGENT_NOT_FOUND)
         return agent

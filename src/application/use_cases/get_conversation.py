@@ -7,17 +7,15 @@ from domain.conversations import (
     CONVERSATION_NOT_FOUND,
     Conversation,
     StoredMessage,
-    parse_thread_id,
+    ThreadRequest,
     visible_to,
 )
 from domain.errors import NotFound
-from domain.identity import Caller
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class GetConversationQuery:
-    caller: Caller
-    thread_id: object
+class GetConversationQuery(ThreadRequest):
+    """Which conversation to read (`ThreadRequest.parse`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -32,7 +30,7 @@ class ConversationWithMessages:
 class GetConversation:
     """Read one conversation with its messages and the state of its latest response.
 
-    Rules: `thread_id` must be a uuid (400 "threadId must be a valid UUID"). A conversation is
+    Rules: a conversation is
     visible to the member who started it and to the organization's admins; a conversation
     that is missing, of another organization or of another member (to a non-admin) is 404
     "Conversation not found". The title may change independently of the response (background
@@ -43,8 +41,7 @@ class GetConversation:
         self._conversations = conversations
 
     async def execute(self, query: GetConversationQuery) -> ConversationWithMessages:
-        thread_id = parse_thread_id(query.thread_id)
-        org_id = query.caller.org_id
+        thread_id, org_id = query.thread_id, query.caller.org_id
         conversation = await self._conversations.get(org_id, thread_id)
         if conversation is None or not visible_to(conversation, query.caller):
             raise NotFound(CONVERSATION_NOT_FOUND)

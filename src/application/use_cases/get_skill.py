@@ -6,24 +6,26 @@ from application.ports.skill_repository import SkillRepository
 from application.use_cases.create_skill import SkillView
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.skills import SKILL_ID_REQUIRED, SKILL_NOT_FOUND, Skill
+from domain.skills import SKILL_NOT_FOUND, Skill, parse_skill_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetSkillQuery:
     caller: Caller
-    skill_id: object
+    skill_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, skill_id: object) -> GetSkillQuery:
+        """A well-formed skill id (400 "Valid skill ID is required")."""
+        return cls(caller=caller, skill_id=parse_skill_id(skill_id))
 
 
 async def active_skill(
-    skills: SkillRepository, org_id: str, skill_id: object, *, lock: bool = False
+    skills: SkillRepository, org_id: str, skill_id: int, *, lock: bool = False
 ) -> Skill:
-    """The active skill `skill_id` of the organization: 400 "Valid skill ID is required" for an
-    id that is not a positive integer, 404 "Skill not found" for a missing, foreign or deleted
-    one."""
-    wanted = parse_positive_id(skill_id, SKILL_ID_REQUIRED)
-    skill = await skills.get(org_id, wanted, lock=lock)
+    """The active skill `skill_id` of the organization: 404 "Skill not found" for a missing,
+    foreign or deleted one."""
+    skill = await skills.get(org_id, skill_id, lock=lock)
     if skill is None:
         raise NotFound(SKILL_NOT_FOUND)
     return skill

@@ -7,14 +7,26 @@ from application.ports.skill_repository import SkillRepository
 from application.use_cases.get_skill import active_skill
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.skills import SKILL_FILE_NOT_FOUND, SkillFile, check_skill_path, is_skill_md
+from domain.skills import (
+    SKILL_FILE_NOT_FOUND,
+    SkillFile,
+    check_skill_path,
+    is_skill_md,
+    parse_skill_id,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class GetSkillFileQuery:
     caller: Caller
-    skill_id: object
-    path: object
+    skill_id: int
+    path: str
+
+    @classmethod
+    def parse(cls, *, caller: Caller, skill_id: object, path: object) -> GetSkillFileQuery:
+        """The path (the bundle's path rules, 400 "Invalid file path"), then the skill's id."""
+        checked = check_skill_path(path)
+        return cls(caller=caller, skill_id=parse_skill_id(skill_id), path=checked)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +49,7 @@ class GetSkillFile:
 
     async def execute(self, query: GetSkillFileQuery) -> SkillFileRead:
         org_id = query.caller.org_id
-        path = check_skill_path(query.path)
+        path = query.path
         skill = await active_skill(self._skills, org_id, query.skill_id)
         if is_skill_md(path):
             return SkillFileRead(file=skill.skill_md_file, data=skill.skill_md.encode())

@@ -15,7 +15,6 @@ from domain.files import KnowledgeBaseFile, file_folder, storage_keys, validate_
 from domain.identity import Caller
 from domain.inbound_email import (
     BODY_CONTENT_TYPE,
-    EMAIL_SOURCE,
     EVERYTHING_SKIPPED,
     NOTHING_TO_INGEST,
     UNKNOWN_RECIPIENT,
@@ -26,6 +25,7 @@ from domain.inbound_email import (
     file_name_for,
     message_key,
 )
+from domain.knowledge_bases import EMAIL_SOURCE
 from domain.uploads import UploadPolicy
 
 MAX_FILES = 100
@@ -124,7 +124,7 @@ class IngestInboundEmail:
                 await self._storage.put(file_key, upload.data, content_type=upload.content_type)
                 records.append(
                     await self._associate.associate(
-                        AssociateFileCommand(
+                        AssociateFileCommand.parse(
                             caller=command.caller,
                             kb_id=command.kb_id,
                             file_id=file_id,

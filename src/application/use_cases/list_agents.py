@@ -3,15 +3,19 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
-from domain.agents import TAG_ID_REQUIRED, Agent
+from domain.agents import Agent, parse_tag_id
 from domain.identity import Caller
-from domain.ids import parse_positive_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListAgentsQuery:
     caller: Caller
-    tag_id: object = None
+    tag_id: int | None = None
+
+    @classmethod
+    def parse(cls, *, caller: Caller, tag_id: object = None) -> ListAgentsQuery:
+        """The query for all agents, or those of a well-formed tag id (400 otherwise)."""
+        return cls(caller=caller, tag_id=None if tag_id is None else parse_tag_id(tag_id))
 
 
 class ListAgents:
@@ -26,5 +30,4 @@ class ListAgents:
         self._agents = agents
 
     async def execute(self, query: ListAgentsQuery) -> list[Agent]:
-        tag_id = None if query.tag_id is None else parse_positive_id(query.tag_id, TAG_ID_REQUIRED)
-        return await self._agents.list_all(query.caller.org_id, tag_id=tag_id)
+        return await self._agents.list_all(query.caller.org_id, tag_id=query.tag_id)

@@ -9,8 +9,7 @@ from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from domain.errors import NotFound
 from domain.files import FileCursor, validate_file_page_limit
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.knowledge_bases import KB_NOT_FOUND, parse_kb_id
 
 
 # The two generic classes are not slotted: on Python 3.11 and 3.12, a frozen slotted dataclass
@@ -22,10 +21,30 @@ class ListFilesQuery(Generic[View]):
     positionally (the HTTP response's struct, for one)."""
 
     caller: Caller
-    kb_id: object
+    kb_id: int
     view: Callable[..., View]
-    limit: object = None
-    cursor: object = None
+    limit: int | None = None
+    after: FileCursor | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        caller: Caller,
+        kb_id: object,
+        view: Callable[..., View],
+        limit: object = None,
+        cursor: object = None,
+    ) -> ListFilesQuery[View]:
+        """The id (400 "Valid knowledge base ID is required"), the page size (1 to 1000, or
+        none for every file) and the cursor (one this service handed out), 400 each."""
+        return cls(
+            caller=caller,
+            kb_id=parse_kb_id(kb_id),
+            view=view,
+            limit=validate_file_page_limit(limit),
+            after=FileCursor.decode(cursor),
+        )
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,11 +60,9 @@ class FilePage(Generic[View]):
 class ListFiles:
     """List the files of one knowledge base of the caller's organization, newest first.
 
-    Rules: `kb_id` must be a positive integer (400 "Valid knowledge base ID is required"); a
-    knowledge base that is missing or belongs to another organization is 404 "Knowledge base
-    not found". Without `limit` every file is listed; with it (1 to 1000, else 400) a page at
-    a time, after `cursor` (one this service handed out, else 400), stable while files are
-    added.
+    Rules: a knowledge base that is missing or belongs to another organization is 404
+    "Knowledge base not found". Without `limit` every file is listed; with it a page at a time,
+    after the cursor, stable while files are added.
     """
 
     def __init__(self, knowledge_bases: KnowledgeBaseRepository, files: FileRepository) -> None:
@@ -53,9 +70,7 @@ class ListFiles:
         self._files = files
 
     async def execute(self, query: ListFilesQuery[View]) -> FilePage[View]:
-        kb_id = parse_positive_id(query.kb_id, KB_ID_REQUIRED)
-        limit = validate_file_page_limit(query.limit)
-        after = FileCursor.decode(query.cursor)
+        kb_id, limit, after = query.kb_id, query.limit, query.after
         org_id = query.caller.org_id
         if await self._knowledge_bases.get(org_id, kb_id) is None:
             raise NotFound(KB_NOT_FOUND)

@@ -7,8 +7,7 @@ from application.ports.scheduled_tasks import ScheduledTaskRepository
 from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, NotFound, field_error
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.schedules import TASK_ID_REQUIRED, TASK_NOT_FOUND, ScheduledRun
+from domain.schedules import TASK_NOT_FOUND, ScheduledRun, parse_task_id
 
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
@@ -17,9 +16,26 @@ MAX_LIMIT = 100
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListScheduledRunsQuery:
     caller: Caller
-    task_id: object
-    limit: object = None
-    cursor: object = None
+    task_id: int
+    limit: int = DEFAULT_LIMIT
+    before: tuple[datetime, str] | None = None
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, task_id: object, limit: object = None, cursor: object = None
+    ) -> ListScheduledRunsQuery:
+        """The task's id (400 "taskId is required"); `limit` 1 to 100 (20); `cursor` only as a
+        previous page's `nextCursor` gave it (400 "cursor is not valid")."""
+        task = parse_task_id(task_id)
+        if limit is None:
+            limit = DEFAULT_LIMIT
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            raise Invalid(
+                f"limit must be an integer from 1 to {MAX_LIMIT}",
+                [field_error("limit", "out of range")],
+            )
+        before = None if cursor is None else _position(cursor)
+        return cls(caller=caller, task_id=task, limit=limit, before=before)
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,24 +48,14 @@ class ListScheduledRuns:
     """A task's runs, newest first, a page at a time (any member may read them).
 
     Rules: `taskId` a task of the caller's organization, even a deleted one's runs are not
-    listed (404 "Scheduled task not found"); `limit` 1 to 100 (20); `cursor` only as a previous
-    page's `nextCursor` gave it (400 "cursor is not valid").
+    listed (404 "Scheduled task not found").
     """
 
     def __init__(self, tasks: ScheduledTaskRepository) -> None:
         self._tasks = tasks
 
     async def execute(self, query: ListScheduledRunsQuery) -> RunPage:
-        if query.task_id is None:
-            raise Invalid(TASK_ID_REQUIRED, [field_error("taskId", "required")])
-        task_id = parse_positive_id(query.task_id, TASK_ID_REQUIRED)
-        limit = DEFAULT_LIMIT if query.limit is None else query.limit
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
-            raise Invalid(
-                f"limit must be an integer from 1 to {MAX_LIMIT}",
-                [field_error("limit", "out of range")],
-            )
-        before = None if query.cursor is None else _position(query.cursor)
+        task_id, limit, before = query.task_id, query.limit, query.before
         org_id = query.caller.org_id
         if await self._tasks.get(org_id, task_id) is None:
             raise NotFound(TASK_NOT_FOUND)

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import base64
-import binascii
 from dataclasses import dataclass
 
 from application.ports.clock import Clock
@@ -10,57 +8,49 @@ from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.get_skill import active_skill
 from domain.errors import Invalid, PayloadTooLarge, field_error
-from domain.files import validate_content_type
 from domain.identity import Caller
 from domain.skills import (
     INVALID_PATH,
-    SKILL_MD_ELSEWHERE,
     SkillFile,
     SkillLimits,
-    check_skill_path,
-    guess_content_type,
-    is_skill_md,
+    bundled_file_path,
+    file_content_type,
+    parse_file_content,
+    parse_skill_id,
     skill_file_key,
 )
-
-CONTENT_INVALID = "content must be base64-encoded bytes"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PutSkillFileCommand:
     caller: Caller
-    skill_id: object
-    path: object
-    content: object
-    content_type: object = None
+    skill_id: int
+    path: str
+    content: bytes
+    content_type: str
 
-
-def skill_file_path(path: object) -> str:
-    """A bundled file's path, checked; SKILL.md is refused (it changes through its skill)."""
-    checked = check_skill_path(path)
-    if is_skill_md(checked):
-        raise Invalid(SKILL_MD_ELSEWHERE, [field_error("path", "SKILL.md is not a bundled file")])
-    return checked
-
-
-def _decode(content: object) -> bytes:
-    if not isinstance(content, str):
-        raise Invalid(CONTENT_INVALID, [field_error("content", "a base64 string")])
-    try:
-        return base64.b64decode(content, validate=True)
-    except (binascii.Error, ValueError):
-        raise Invalid(CONTENT_INVALID, [field_error("content", "not valid base64")]) from None
-
-
-def _content_type(value: object, path: str) -> str:
-    if value is None:
-        return guess_content_type(path)
-    if not isinstance(value, str):
-        raise Invalid(
-            "Content type must be a MIME type such as application/pdf",
-            [field_error("contentType", "invalid MIME type")],
+    @classmethod
+    def parse(
+        cls,
+        *,
+        caller: Caller,
+        skill_id: object,
+        path: object,
+        content: object,
+        content_type: object = None,
+    ) -> PutSkillFileCommand:
+        """The path of a bundled file (`bundled_file_path`), its bytes in base64, its content
+        type (guessed from the name when absent), then the skill's id."""
+        checked = bundled_file_path(path)
+        data = parse_file_content(content)
+        kind = file_content_type(content_type, checked)
+        return cls(
+            caller=caller,
+            skill_id=parse_skill_id(skill_id),
+            path=checked,
+            content=data,
+            content_type=kind,
         )
-    return validate_content_type(value)
 
 
 class PutSkillFile:
@@ -92,9 +82,7 @@ class PutSkillFile:
 
     async def execute(self, command: PutSkillFileCommand) -> SkillFile:
         org_id = command.caller.org_id
-        path = skill_file_path(command.path)
-        data = _decode(command.content)
-        content_type = _content_type(command.content_type, path)
+        path, data, content_type = command.path, command.content, command.content_type
         limits = self._limits
         if len(data) > limits.max_file_bytes:
             raise PayloadTooLarge(f"A skill file may be at most {limits.max_file_bytes} bytes")

@@ -26,8 +26,27 @@ INVITATION_NOT_PENDING = "Invitation not found or not pending"
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RemoveMembersCommand:
     caller: Caller
-    user_ids: object = None
-    invitation_ids: object = None
+    user_ids: list[str]
+    invitation_ids: list[str]
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, user_ids: object = None, invitation_ids: object = None
+    ) -> RemoveMembersCommand:
+        """Who, then what: an admin's request (403 otherwise); 1 to 50 ids in all, each a
+        well-formed user (or invitation) id, none repeated; the caller's own id anywhere is 400
+        "You cannot remove yourself"."""
+        require_admin(caller)
+        users = _ids(user_ids, "userIds", is_user_id)
+        invitations = _ids(invitation_ids, "invitationIds", is_invitation_id)
+        if not 1 <= len(users) + len(invitations) <= MAX_REMOVALS:
+            raise Invalid(
+                f"Send 1 to {MAX_REMOVALS} ids in all",
+                [field_error("userIds", f"1 to {MAX_REMOVALS} ids with invitationIds")],
+            )
+        if caller.user_id in users:
+            raise Invalid(CANNOT_REMOVE_SELF, [field_error("userIds", "holds your own id")])
+        return cls(caller=caller, user_ids=users, invitation_ids=invitations)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,9 +60,8 @@ class Removals:
 class RemoveMembers:
     """Remove members from the caller's organization and revoke invitations (spec 4.9, 4.10).
 
-    Rules: only admins (403). 1 to 50 ids in all, each a well-formed user (or invitation) id,
-    none repeated, else 400 and nothing is done; the caller's own id anywhere is 400 "You
-    cannot remove yourself" and nothing is done. Each entry is independent: a user who is not
+    Rules: only admins (403); the ids are parsed as `RemoveMembersCommand.parse` says, and a
+    request they refuse does nothing. Each entry is independent: a user who is not
     a member, or an invitation that is not pending, is a failure entry, and the others still
     happen. A removal deletes the membership with its organization-scoped metadata and is
     recorded with its time, so that every token of that user for this organization issued
@@ -68,15 +86,7 @@ class RemoveMembers:
     async def execute(self, command: RemoveMembersCommand) -> Removals:
         caller = command.caller
         require_admin(caller)
-        user_ids = _ids(command.user_ids, "userIds", is_user_id)
-        invitation_ids = _ids(command.invitation_ids, "invitationIds", is_invitation_id)
-        if not 1 <= len(user_ids) + len(invitation_ids) <= MAX_REMOVALS:
-            raise Invalid(
-                f"Send 1 to {MAX_REMOVALS} ids in all",
-                [field_error("userIds", f"1 to {MAX_REMOVALS} ids with invitationIds")],
-            )
-        if caller.user_id in user_ids:
-            raise Invalid(CANNOT_REMOVE_SELF, [field_error("userIds", "holds your own id")])
+        user_ids, invitation_ids = command.user_ids, command.invitation_ids
         org_id = caller.org_id
         users = await self._directory.remove_members(org_id, user_ids) if user_ids else []
         now = self._clock.now()

@@ -13,24 +13,35 @@ from domain.conversations import (
 )
 from domain.errors import Invalid, NotFound, field_error
 from domain.identity import Caller
+from domain.text import required
 from domain.values import UNSET
-
-NAME_REQUIRED = "name is required"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RenameConversationCommand:
     caller: Caller
-    thread_id: object
-    name: object = UNSET
+    thread_id: str
+    title: str | None
+    """The new title; None clears it."""
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, thread_id: object, name: object = UNSET
+    ) -> RenameConversationCommand:
+        """The thread id (a uuid, 400); `name` is required (400 "name is required"): `""` or null
+        clears the title, any other value follows the title rules (1 to 120 characters after
+        trimming, one line, no control characters; 400 with the field `name`)."""
+        thread = parse_thread_id(thread_id)
+        if name is UNSET:
+            raise Invalid(required("name"), [field_error("name", "required")])
+        title = None if name is None or name == "" else validate_title(name, field="name")
+        return cls(caller=caller, thread_id=thread, title=title)
 
 
 class RenameConversation:
     """Give a conversation the member's own title, or clear it.
 
-    Rules: `thread_id` must be a uuid (400); `name` is required; `""` or null clears the title,
-    any other value follows the title rules (1 to 120 characters after trimming, one line, no
-    control characters; 400 with the field `name`). The conversation must be visible to the
+    Rules: the conversation must be visible to the
     caller (its starter, or an admin of the organization), else 404 "Conversation not found".
     A rename always wins over automatic naming, even a generation already running: it moves
     the title version on, and a generated title is only saved at the version it started from.
@@ -41,15 +52,7 @@ class RenameConversation:
         self._uow = uow
 
     async def execute(self, command: RenameConversationCommand) -> Conversation:
-        thread_id = parse_thread_id(command.thread_id)
-        if command.name is UNSET:
-            raise Invalid(NAME_REQUIRED, [field_error("name", "required")])
-        title = (
-            None
-            if command.name is None or command.name == ""
-            else validate_title(command.name, field="name")
-        )
-        org_id = command.caller.org_id
+        thread_id, title, org_id = command.thread_id, command.title, command.caller.org_id
         conversation = await self._conversations.get(org_id, thread_id, for_update=True)
         if conversation is None or not visible_to(conversation, command.caller):
             raise NotFound(CONVERSATION_NOT_FOUND)

@@ -16,25 +16,31 @@ from application.use_cases.get_org_settings import OrgSettingsView, spend_status
 from domain.audit import SETTINGS_SAVED, NewAuditEntry
 from domain.identity import Caller
 from domain.members import require_admin
-from domain.org_settings import OrgSettings, named_default_agent, parse_settings
+from domain.org_settings import OrgSettings, parse_settings, unknown_default_agent
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplaceOrgSettingsCommand:
     caller: Caller
-    settings: object
-    """The `settings` object as decoded from JSON, unchecked."""
+    settings: OrgSettings
+
+    @classmethod
+    def parse(cls, *, caller: Caller, settings: object) -> ReplaceOrgSettingsCommand:
+        """Who, then what: an admin's request (403 otherwise), the `settings` object as decoded
+        from JSON checked whole (`parse_settings`: one 400 "Bad Request" naming every breach)."""
+        require_admin(caller)
+        return cls(caller=caller, settings=parse_settings(settings))
 
 
 class ReplaceOrgSettings:
     """Replace the organization's settings whole (spec 2.3, `PUT /orgSettings`).
 
-    Rules: only admins (403). The object is checked whole, every breach a `details` entry of
-    one 400 "Bad Request" (see `domain.org_settings`), and nothing is saved unless all pass: a
-    key left out takes its default, an unknown key is refused, `defaultAgentId` is null or an
-    agent of the organization, caps are numbers from 0 for daily, weekly and monthly only,
-    pinned app ids are at most 50 distinct positive integers, links at most 20 with http(s)
-    URLs, and the feedback HTML at most 20,000 characters. That HTML is stored sanitized, as
+    Rules: only admins (403). The object was checked whole by `ReplaceOrgSettingsCommand.parse`
+    (see `domain.org_settings`): a key left out takes its default, an unknown key is refused,
+    caps are numbers from 0 for daily, weekly and monthly only, pinned app ids are at most 50
+    distinct positive integers, links at most 20 with http(s) URLs, and the feedback HTML at
+    most 20,000 characters. `defaultAgentId` is null or an agent of the organization (400 "Bad
+    Request" naming it), and nothing is saved unless all pass. That HTML is stored sanitized, as
     the console will render it. The save and an audit entry (what changed, before and after)
     are written in one transaction. Answers as `GetOrgSettings` does.
     """
@@ -60,9 +66,10 @@ class ReplaceOrgSettings:
     async def execute(self, command: ReplaceOrgSettingsCommand) -> OrgSettingsView:
         caller = command.caller
         require_admin(caller)
-        agent = named_default_agent(command.settings)
-        missing = agent if agent and await self._agents.get(caller.org_id, agent) is None else None
-        settings = parse_settings(command.settings, missing_agent=missing)
+        settings = command.settings
+        agent = settings.default_agent_id
+        if agent is not None and await self._agents.get(caller.org_id, agent) is None:
+            raise unknown_default_agent(agent)
         settings = dataclasses.replace(
             settings, custom_html=self._sanitizer.sanitize(settings.custom_html)
         )

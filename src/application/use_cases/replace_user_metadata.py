@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from application.ports.audit_log import AuditLog
 from application.ports.identity_directory import IdentityDirectory
@@ -14,15 +15,23 @@ from domain.members import NOT_A_MEMBER, Member, check_metadata, check_user_id, 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ReplaceUserMetadataCommand:
     caller: Caller
-    user_id: object
-    metadata: object
+    user_id: str
+    metadata: dict[str, Any]
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, user_id: object, metadata: object
+    ) -> ReplaceUserMetadataCommand:
+        """Who, then what: an admin's request (403 otherwise); `userId` a user identifier and
+        `metadata` a JSON object of at most 64 KiB of any JSON values (400 otherwise)."""
+        require_admin(caller)
+        return cls(caller=caller, user_id=check_user_id(user_id), metadata=check_metadata(metadata))
 
 
 class ReplaceUserMetadata:
     """Replace a member's organization-scoped metadata (spec 4.12 and 2.4).
 
-    Rules: only admins (403). `userId` is a user identifier and `metadata` a JSON object of at
-    most 64 KiB of any JSON values (400 otherwise). The metadata belongs to this membership
+    Rules: only admins (403). The metadata belongs to this membership
     only and is replaced whole, never merged. A user who is not a member of the caller's
     organization is 403 "User is not a member of this organization". The change is written
     to the audit log (the keys before and after, not the values, which leave with the
@@ -37,8 +46,7 @@ class ReplaceUserMetadata:
     async def execute(self, command: ReplaceUserMetadataCommand) -> Member:
         caller = command.caller
         require_admin(caller)
-        user_id = check_user_id(command.user_id)
-        metadata = check_metadata(command.metadata)
+        user_id, metadata = command.user_id, command.metadata
         before = await self._directory.get_member(caller.org_id, user_id)
         if before is None:
             raise Forbidden(NOT_A_MEMBER)

@@ -8,16 +8,21 @@ from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.scheduling import record_run
 from domain.agents import require_agent_manager
-from domain.errors import Invalid, NotFound, field_error
+from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.schedules import TASK_ID_REQUIRED, TASK_NOT_FOUND, ScheduledRun
+from domain.schedules import TASK_NOT_FOUND, ScheduledRun, parse_task_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class RunScheduledTaskNowCommand:
     caller: Caller
-    task_id: object
+    task_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, task_id: object) -> RunScheduledTaskNowCommand:
+        """An agent manager's request (403 otherwise) for a well-formed task id (400)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, task_id=parse_task_id(task_id))
 
 
 class RunScheduledTaskNow:
@@ -38,10 +43,7 @@ class RunScheduledTaskNow:
 
     async def execute(self, command: RunScheduledTaskNowCommand) -> ScheduledRun:
         require_agent_manager(command.caller)
-        if command.task_id is None:
-            raise Invalid(TASK_ID_REQUIRED, [field_error("taskId", "required")])
-        task_id = parse_positive_id(command.task_id, TASK_ID_REQUIRED)
-        task = await self._tasks.get(command.caller.org_id, task_id, for_update=True)
+        task = await self._tasks.get(command.caller.org_id, command.task_id, for_update=True)
         if task is None:
             raise NotFound(TASK_NOT_FOUND)
         now = self._clock.now()

@@ -7,38 +7,54 @@ from application.metering import SpendMeter
 from application.ports.chunk_repository import ChunkRepository, SearchScope
 from application.ports.embedder import EmbedderRegistry
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
-from domain.chunks import DEFAULT_TOP_K, MAX_TOP_K, SearchResult
+from domain.chunks import MAX_SEARCHED, SearchResult, parse_search_query, parse_top_k
 from domain.errors import Invalid, NotFound, field_error
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND
-from domain.text import check_storable
-
-MAX_QUERY = 2000
-MAX_KNOWLEDGE_BASES = 20
+from domain.knowledge_bases import KB_ID_REQUIRED, KB_NOT_FOUND, parse_kb_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SearchKnowledgeBaseQuery:
     caller: Caller
-    kb_ids: list[object]
-    query: object
-    top_k: object = None
+    kb_ids: list[int]
+    query: str
+    top_k: int
     skip_missing: bool = False
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        caller: Caller,
+        kb_ids: object,
+        query: object,
+        top_k: object = None,
+        skip_missing: bool = False,
+    ) -> SearchKnowledgeBaseQuery:
+        """1 to 20 knowledge bases, each a positive integer id (400 "Valid knowledge base ID is
+        required"; repeated ones count once); the query (`parse_search_query`); `top_k`
+        (`parse_top_k`)."""
+        if not isinstance(kb_ids, list) or not kb_ids or len(kb_ids) > MAX_SEARCHED:
+            raise Invalid(KB_ID_REQUIRED, [field_error("kbIds", f"1 to {MAX_SEARCHED} ids")])
+        return cls(
+            caller=caller,
+            kb_ids=list(dict.fromkeys(parse_kb_id(k) for k in kb_ids)),
+            query=parse_search_query(query),
+            top_k=parse_top_k(top_k),
+            skip_missing=skip_missing,
+        )
 
 
 class SearchKnowledgeBase:
     """Find the passages of one or more knowledge bases that best answer a query.
 
-    Rules: 1 to 20 knowledge bases, each a positive integer id of the caller's organization
-    (a foreign or missing one is 404 "Knowledge base not found", unless `skip_missing`: then
-    it is left out, as for an agent whose knowledge base was deleted after it was read, and
-    none left finds nothing); a query of 1 to 2000 characters without NUL (400 naming
-    `query`); `top_k` from 1 to 50, default 8. The query is embedded once per embedding model
-    in use among them; results fuse vector and full-text rankings, best first, and come from
-    each knowledge base's current model (not one still being re-embedded). Embedding the query
-    with a priced model is metered against the spend caps (`SpendCapReached` when refused).
-    Chat reuses it.
+    Rules: every knowledge base is the caller's organization's (a foreign or missing one is 404
+    "Knowledge base not found", unless `skip_missing`: then it is left out, as for an agent whose
+    knowledge base was deleted after it was read, and none left finds nothing). The query is
+    embedded once per embedding model in use among them; results fuse vector and full-text rankings,
+    best first, and come from each knowledge base's current model (not one still being re-embedded).
+    Embedding the query with a priced model is metered against the spend caps (`SpendCapReached`
+    when refused). Chat reuses it.
     """
 
     def __init__(
@@ -54,24 +70,8 @@ class SearchKnowledgeBase:
         self._embedders = embedders
 
     async def execute(self, query: SearchKnowledgeBaseQuery) -> list[SearchResult]:
-        if not query.kb_ids or len(query.kb_ids) > MAX_KNOWLEDGE_BASES:
-            raise Invalid(KB_ID_REQUIRED, [field_error("kbIds", "1 to 20 ids")])
-        kb_ids = list(dict.fromkeys(parse_positive_id(k, KB_ID_REQUIRED) for k in query.kb_ids))
-        if not isinstance(query.query, str) or not query.query.strip():
-            raise Invalid("query is required", [field_error("query", "a non-empty string")])
-        if len(query.query) > MAX_QUERY:
-            raise Invalid(
-                f"query must be at most {MAX_QUERY} characters", [field_error("query", "too long")]
-            )
-        check_storable(query.query, "query")
-        top_k = DEFAULT_TOP_K if query.top_k is None else query.top_k
-        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:
-            raise Invalid(
-                f"topK must be an integer from 1 to {MAX_TOP_K}",
-                [field_error("topK", "out of range")],
-            )
         groups: dict[tuple[str, int], list[int]] = defaultdict(list)
-        for kb_id in kb_ids:
+        for kb_id in query.kb_ids:
             kb = await self._kbs.get(query.caller.org_id, kb_id)
             if kb is None and query.skip_missing:
                 continue
@@ -95,5 +95,5 @@ class SearchKnowledgeBase:
                 )
             )
         return await self._chunks.search(
-            query.caller.org_id, query=query.query.strip(), scopes=scopes, top_k=top_k
+            query.caller.org_id, query=query.query.strip(), scopes=scopes, top_k=query.top_k
         )

@@ -15,11 +15,12 @@ from application.use_cases.generate_chat_response import (
     GenerateChatResponse,
     GenerateChatResponseCommand,
 )
-from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, Agent
+from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, Agent, parse_agent_id
 from domain.conversations import (
     CONVERSATION_NOT_FOUND,
     FIRST_TITLE_VERSION,
     TITLE_WITH_THREAD,
+    UPSTREAM_INVALID,
     NewConversation,
     TitleSource,
     UserMessage,
@@ -30,22 +31,57 @@ from domain.conversations import (
 )
 from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
-from domain.ids import parse_positive_id, parse_uuid
+from domain.ids import parse_uuid
 from domain.usage import UsagePurpose
 
 RESPONSE_RUNNING = "A response is still being generated in this conversation"
 OTHER_AGENT = "This conversation is with another agent"
-UPSTREAM_INVALID = "upstreamConversationId must be a valid UUID"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SendChatMessageCommand:
     caller: Caller
-    agent_id: object
-    messages: object
-    thread_id: object = None
-    upstream_conversation_id: object = None
-    title: object = None
+    agent_id: int
+    message: UserMessage
+    thread_id: str | None = None
+    """None: a new conversation."""
+    upstream_conversation_id: str | None = None
+    title: str | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        caller: Caller,
+        agent_id: object,
+        messages: object,
+        thread_id: object = None,
+        upstream_conversation_id: object = None,
+        title: object = None,
+    ) -> SendChatMessageCommand:
+        """In this order: `messages` ends with the message being sent (`validate_messages`);
+        `agentId` is required and a positive integer; `threadId`, when given, a uuid; `title`
+        only without `threadId` (400) and then by the title rules; `upstreamConversationId`, when
+        given, a uuid."""
+        message = validate_messages(messages)
+        if agent_id is None:
+            raise Invalid(AGENT_ID_REQUIRED, [field_error("agentId", "required")])
+        agent = parse_agent_id(agent_id)
+        thread = None if thread_id is None else parse_thread_id(thread_id)
+        if title is not None and thread is not None:
+            raise Invalid(TITLE_WITH_THREAD, [field_error("title", TITLE_WITH_THREAD)])
+        given_title = None if title is None else validate_title(title)
+        upstream = upstream_conversation_id
+        return cls(
+            caller=caller,
+            agent_id=agent,
+            message=message,
+            thread_id=thread,
+            upstream_conversation_id=(
+                None if upstream is None else parse_uuid(upstream, UPSTREAM_INVALID)
+            ),
+            title=given_title,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -61,18 +97,17 @@ class ChatStarted:
 class SendChatMessage:
     """Send a member's message to an agent and start the agent's answer in the background.
 
-    Rules: `messages` must end with the message being sent (role `user`, at least one part,
-    text parts with text); `agentId` must be an agent of the caller's organization (404 "Agent
-    not found"). Without `threadId` a conversation is created (its id generated): a supplied
-    `title` is validated and kept, otherwise the fallback from the message is saved at once and
-    a background job asks a model for a better one. With `threadId` the conversation must exist
-    and be the caller's (404 otherwise), be with the same agent, have no answer still running
-    (409), and `title` may not be given (400). `upstreamConversationId` (a uuid) is stored on
-    creation. Before anything is stored, the answer's first model call is admitted against the
-    organization's spend caps (`SpendCapReached` otherwise, nothing stored): it reserves the
-    model's worst case (its whole context window in, its output limit out), which the answer
-    resizes once its prompt is built. The message, the empty assistant message and the run are
-    committed together; only then does the answer start, independent of the request.
+    Rules: `agentId` must be an agent of the caller's organization (404 "Agent not found"). Without
+    `threadId` a conversation is created (its id generated): a supplied `title` is validated and
+    kept, otherwise the fallback from the message is saved at once and a background job asks a model
+    for a better one. With `threadId` the conversation must exist and be the caller's (404
+    otherwise), be with the same agent, have no answer still running (409), and `title` may not be
+    given (400). `upstreamConversationId` (a uuid) is stored on creation. Before anything is stored,
+    the answer's first model call is admitted against the organization's spend caps
+    (`SpendCapReached` otherwise, nothing stored): it reserves the model's worst case (its whole
+    context window in, its output limit out), which the answer resizes once its prompt is built. The
+    message, the empty assistant message and the run are committed together; only then does the
+    answer start, independent of the request.
     """
 
     def __init__(
@@ -98,21 +133,9 @@ class SendChatMessage:
         self._models = models
 
     async def execute(self, command: SendChatMessageCommand) -> ChatStarted:
-        caller = command.caller
-        message = validate_messages(command.messages)
-        if command.agent_id is None:
-            raise Invalid(AGENT_ID_REQUIRED, [field_error("agentId", "required")])
-        agent_id = parse_positive_id(command.agent_id, AGENT_ID_REQUIRED)
-        thread_id = None if command.thread_id is None else parse_thread_id(command.thread_id)
-        title = None
-        if command.title is not None:
-            if thread_id is not None:
-                raise Invalid(TITLE_WITH_THREAD, [field_error("title", TITLE_WITH_THREAD)])
-            title = validate_title(command.title)
-        upstream = None
-        if command.upstream_conversation_id is not None:
-            upstream = parse_uuid(command.upstream_conversation_id, UPSTREAM_INVALID)
-        agent = await self._agents.get(caller.org_id, agent_id)
+        caller, message, thread_id = command.caller, command.message, command.thread_id
+        title, upstream = command.title, command.upstream_conversation_id
+        agent = await self._agents.get(caller.org_id, command.agent_id)
         if agent is None:
             raise NotFound(AGENT_NOT_FOUND)
 

@@ -8,21 +8,25 @@ from application.ports.unit_of_work import UnitOfWork
 from domain.audit import SKILL_DELETED, NewAuditEntry
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.skills import SKILL_ID_REQUIRED, SKILL_NOT_FOUND
+from domain.skills import SKILL_NOT_FOUND, parse_skill_id
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class SoftDeleteSkillCommand:
     caller: Caller
-    skill_id: object
+    skill_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, skill_id: object) -> SoftDeleteSkillCommand:
+        """A well-formed skill id (400 "Valid skill ID is required")."""
+        return cls(caller=caller, skill_id=parse_skill_id(skill_id))
 
 
 class SoftDeleteSkill:
     """Soft-delete a skill of the caller's organization (spec 3.2).
 
-    Rules: any member may. The skill id must be a positive integer (400 "Valid skill ID is
-    required"); a missing, foreign or already deleted skill is 404 "Skill not found". The skill
+    Rules: any member may. A missing, foreign or already deleted skill is 404 "Skill not
+    found". The skill
     leaves every listing and can no longer be read, changed or loaded by agents; its name is
     free for a new skill; its bundled files stay in storage, recorded. Agents that listed it
     keep working and no longer show it among their `skillIds`. The deletion is written to the
@@ -36,7 +40,7 @@ class SoftDeleteSkill:
 
     async def execute(self, command: SoftDeleteSkillCommand) -> None:
         caller = command.caller
-        skill_id = parse_positive_id(command.skill_id, SKILL_ID_REQUIRED)
+        skill_id = command.skill_id
         skill = await self._skills.get(caller.org_id, skill_id)
         if skill is None or not await self._skills.soft_delete(caller.org_id, skill_id):
             raise NotFound(SKILL_NOT_FOUND)

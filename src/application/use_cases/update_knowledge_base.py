@@ -6,42 +6,36 @@ from typing import Any
 from application.ports.job_queue import REEMBED_KNOWLEDGE_BASE, Job, JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.chunks import validate_chunking
+from domain.chunks import check_chunking
 from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.inbound_email import (
-    EMAIL_SOURCE,
-    NO_INBOUND_EMAIL,
-    InboundEmailDomain,
-    validate_source,
-)
+from domain.inbound_email import NO_INBOUND_EMAIL, InboundEmailDomain
 from domain.knowledge_bases import (
-    KB_ID_REQUIRED,
+    EMAIL_SOURCE,
     KB_NOT_FOUND,
+    KnowledgeBaseChanges,
     KnowledgeBaseSummary,
-    validate_description,
-    validate_extraction_model,
-    validate_extraction_schema,
-    validate_name,
+    parse_kb_id,
 )
-from domain.models import resolve_embedding_model
-from domain.values import UNSET, Unset
+from domain.models import embedding_dimensions
+from domain.values import UNSET, sent_values
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateKnowledgeBaseCommand:
     caller: Caller
-    kb_id: object
-    name: object | Unset = UNSET
-    description: object | Unset = UNSET
-    embedding_model: object | Unset = UNSET
-    embedding_dimensions: object | Unset = UNSET
-    extraction_model: object | Unset = UNSET
-    extraction_schema: object | Unset = UNSET
-    chunk_size: object | Unset = UNSET
-    chunk_overlap: object | Unset = UNSET
-    source: object | Unset = UNSET
+    kb_id: int
+    changes: KnowledgeBaseChanges
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, kb_id: object, **fields: object
+    ) -> UpdateKnowledgeBaseCommand:
+        """The id (400 "Valid knowledge base ID is required"), then the fields sent
+        (`KnowledgeBaseChanges.parse`)."""
+        return cls(
+            caller=caller, kb_id=parse_kb_id(kb_id), changes=KnowledgeBaseChanges.parse(**fields)
+        )
 
 
 class UpdateKnowledgeBase:
@@ -70,43 +64,25 @@ class UpdateKnowledgeBase:
         self._inbound = inbound
 
     async def execute(self, command: UpdateKnowledgeBaseCommand) -> KnowledgeBaseSummary:
-        kb_id = parse_positive_id(command.kb_id, KB_ID_REQUIRED)
-        org_id = command.caller.org_id
-        changes: dict[str, Any] = {}
-        if not isinstance(command.name, Unset):
-            changes["name"] = validate_name(command.name)
-        if not isinstance(command.description, Unset):
-            changes["description"] = validate_description(command.description)
-        if not isinstance(command.extraction_model, Unset):
-            changes["extraction_model"] = validate_extraction_model(command.extraction_model)
-        if not isinstance(command.extraction_schema, Unset):
-            changes["extraction_schema"] = validate_extraction_schema(command.extraction_schema)
-        source: str | Unset | None = UNSET
-        if not isinstance(command.source, Unset):
-            source = validate_source(command.source)
-        new_model: tuple[str, int] | None = None
-        if not isinstance(command.embedding_model, Unset):
-            dims = (
-                None
-                if isinstance(command.embedding_dimensions, Unset)
-                else (command.embedding_dimensions)
-            )
-            new_model = resolve_embedding_model(command.embedding_model, dims)
+        org_id, kb_id = command.caller.org_id, command.kb_id
+        changes = sent_values(command.changes)
+        # The fields whose effect depends on the knowledge base as it is; the rest are stored.
+        source = changes.pop("source", UNSET)
+        model = changes.pop("embedding_model", None)
+        dimensions = changes.pop("embedding_dimensions", None)
+        size = changes.pop("chunk_size", None)
+        overlap = changes.pop("chunk_overlap", None)
+        new_model = None if model is None else (model, embedding_dimensions(model, dimensions))
 
         kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
         if kb is None:
             raise NotFound(KB_NOT_FOUND)
         changes.update(self._source_changes(kb.inbound_email_address, source))
-        if not isinstance(command.chunk_size, Unset) or not isinstance(
-            command.chunk_overlap, Unset
-        ):
-            size = kb.chunk_size if isinstance(command.chunk_size, Unset) else command.chunk_size
-            overlap = (
-                kb.chunk_overlap
-                if isinstance(command.chunk_overlap, Unset)
-                else command.chunk_overlap
+        if size is not None or overlap is not None:
+            changes["chunk_size"], changes["chunk_overlap"] = check_chunking(
+                kb.chunk_size if size is None else size,
+                kb.chunk_overlap if overlap is None else overlap,
             )
-            changes["chunk_size"], changes["chunk_overlap"] = validate_chunking(size, overlap)
         if new_model is not None and new_model != (kb.embedding_model, kb.embedding_dimensions):
             summary = await self._knowledge_bases.get_summary(org_id, kb_id)
             if summary is not None and summary.file_count > 0:
@@ -140,7 +116,7 @@ class UpdateKnowledgeBase:
         await self._uow.commit()
         return summary
 
-    def _source_changes(self, address: str | None, source: str | Unset | None) -> dict[str, Any]:
+    def _source_changes(self, address: str | None, source: object) -> dict[str, Any]:
         if source is None:
             return {"source": None, "inbound_email_address": None}
         if source == EMAIL_SOURCE and address is None:

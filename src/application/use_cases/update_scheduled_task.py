@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from application.ports.agent_repository import AgentRepository
@@ -8,28 +8,29 @@ from application.ports.clock import Clock
 from application.ports.cron_schedule import CronSchedule
 from application.ports.scheduled_tasks import ScheduledTaskRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.agents import AGENT_ID_REQUIRED, AGENT_NOT_FOUND, require_agent_manager
-from domain.errors import Invalid, NotFound, field_error
+from domain.agents import AGENT_NOT_FOUND, require_agent_manager
+from domain.errors import NotFound
 from domain.identity import Caller
-from domain.ids import parse_positive_id
-from domain.schedules import (
-    TASK_ID_REQUIRED,
-    TASK_NOT_FOUND,
-    ScheduledTask,
-    validate_enabled,
-    validate_prompt,
-    validate_task_name,
-    validate_timezone,
-)
+from domain.schedules import TASK_NOT_FOUND, ScheduledTask, TaskChanges, parse_task_id
+from domain.values import sent_values
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateScheduledTaskCommand:
     caller: Caller
-    task_id: object
-    fields: dict[str, object] = field(default_factory=dict)
-    """The fields the body carried, by their JSON names (`agentId`, `name`, `prompt`, `cron`,
-    `timezone`, `enabled`)."""
+    task_id: int
+    changes: TaskChanges
+
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, task_id: object, **fields: object
+    ) -> UpdateScheduledTaskCommand:
+        """Who, then what: an agent manager's request (403 otherwise); the task's id (400
+        "taskId is required"), then the fields sent (`TaskChanges.parse`)."""
+        require_agent_manager(caller)
+        return cls(
+            caller=caller, task_id=parse_task_id(task_id), changes=TaskChanges.parse(**fields)
+        )
 
 
 class UpdateScheduledTask:
@@ -56,12 +57,16 @@ class UpdateScheduledTask:
         self._cron = cron
 
     async def execute(self, command: UpdateScheduledTaskCommand) -> ScheduledTask:
-        caller = command.caller
+        caller, task_id = command.caller, command.task_id
         require_agent_manager(caller)
-        if command.task_id is None:
-            raise Invalid(TASK_ID_REQUIRED, [field_error("taskId", "required")])
-        task_id = parse_positive_id(command.task_id, TASK_ID_REQUIRED)
-        changes = await self._changes(caller, command.fields)
+        changes: dict[str, Any] = sent_values(command.changes)
+        if "cron" in changes:
+            changes["cron"] = self._cron.validate(changes["cron"])
+        if (
+            "agent_id" in changes
+            and await self._agents.get(caller.org_id, changes["agent_id"]) is None
+        ):
+            raise NotFound(AGENT_NOT_FOUND)
         task = await self._tasks.get(caller.org_id, task_id, for_update=True)
         if task is None:
             raise NotFound(TASK_NOT_FOUND)
@@ -76,25 +81,3 @@ class UpdateScheduledTask:
         assert updated is not None
         await self._uow.commit()
         return updated
-
-    async def _changes(self, caller: Caller, fields: dict[str, object]) -> dict[str, Any]:
-        changes: dict[str, Any] = {}
-        for name in ("agentId", "name", "prompt", "cron", "enabled"):
-            if name in fields and fields[name] is None:
-                raise Invalid(f"{name} may not be null", [field_error(name, "may not be null")])
-        if "agentId" in fields:
-            agent_id = parse_positive_id(fields["agentId"], AGENT_ID_REQUIRED)
-            if await self._agents.get(caller.org_id, agent_id) is None:
-                raise NotFound(AGENT_NOT_FOUND)
-            changes["agent_id"] = agent_id
-        if "name" in fields:
-            changes["name"] = validate_task_name(fields["name"])
-        if "prompt" in fields:
-            changes["prompt"] = validate_prompt(fields["prompt"])
-        if "cron" in fields:
-            changes["cron"] = self._cron.validate(fields["cron"])
-        if "timezone" in fields:
-            changes["timezone"] = validate_timezone(fields["timezone"])
-        if "enabled" in fields:
-            changes["enabled"] = validate_enabled(fields["enabled"])
-        return changes

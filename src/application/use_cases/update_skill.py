@@ -7,37 +7,37 @@ from application.ports.skill_repository import SkillRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.create_skill import SkillView, read_document
 from application.use_cases.get_skill import active_skill
-from domain.errors import Conflict, Invalid, field_error
+from domain.errors import Conflict
 from domain.identity import Caller
-from domain.ids import MAX_BIGINT
-from domain.skills import SKILL_CHANGED
-
-EXPECTED_VERSION_INVALID = "expectedVersion must be a positive integer"
+from domain.skills import SKILL_CHANGED, parse_expected_version, parse_skill_id, parse_skill_md
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class UpdateSkillCommand:
     caller: Caller
-    skill_id: object
-    skill_md: object
-    expected_version: object = None
+    skill_id: int
+    skill_md: str
+    expected_version: int | None = None
 
-
-def _expected_version(value: object) -> int | None:
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_BIGINT:
-        raise Invalid(
-            EXPECTED_VERSION_INVALID, [field_error("expectedVersion", "a positive integer")]
+    @classmethod
+    def parse(
+        cls, *, caller: Caller, skill_id: object, skill_md: object, expected_version: object = None
+    ) -> UpdateSkillCommand:
+        """The skill's id (400 "Valid skill ID is required"), SKILL.md (`parse_skill_md`), and
+        the version expected, absent or a positive integer (400)."""
+        return cls(
+            caller=caller,
+            skill_id=parse_skill_id(skill_id),
+            skill_md=parse_skill_md(skill_md),
+            expected_version=parse_expected_version(expected_version),
         )
-    return value
 
 
 class UpdateSkill:
     """Replace the SKILL.md of an active skill of the caller's organization.
 
-    Rules: any member may. The skill id must be a positive integer (400) naming an active skill
-    (404 "Skill not found"). SKILL.md follows the same rules as on creation; a changed name
+    Rules: any member may. The skill id names an active skill (404 "Skill not found"). SKILL.md
+    follows the same rules as on creation; a changed name
     must stay unique among active skills (409). With `expectedVersion`, the write happens only
     if the skill is still at that version (409 "Skill was changed by someone else" and nothing
     changes otherwise); the skill is locked while it is checked and written, so two writers
@@ -52,7 +52,7 @@ class UpdateSkill:
 
     async def execute(self, command: UpdateSkillCommand) -> SkillView:
         org_id = command.caller.org_id
-        expected = _expected_version(command.expected_version)
+        expected = command.expected_version
         document = read_document(self._parser, command.skill_md)
         skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
         if expected is not None and expected != skill.version:

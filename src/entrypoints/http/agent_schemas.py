@@ -7,25 +7,54 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
 
-from domain.agents import Agent, AgentTag
+from domain.agents import (
+    AGENT_ID_REQUIRED,
+    MAX_AGENT_DESCRIPTION,
+    MAX_AGENT_NAME,
+    MAX_AGENT_ROLE,
+    MAX_LINKED_IDS,
+    MAX_TAG_NAME,
+    TAG_COLOR,
+    TAG_COLOR_INVALID,
+    Agent,
+    AgentTag,
+    linked_ids_invalid,
+)
+from entrypoints.http.rules import (
+    NULL_OR_EMPTY,
+    RANGE,
+    Rule,
+    required_rule,
+    too_long_rule,
+)
 from entrypoints.http.schemas import (
     ID_ITEMS,
-    NO_NUL,
-    ONE_LINE,
     Camel,
     ChatModel,
-    Description,
-    Name,
     PositiveId,
-    documented,
+    line,
+    text,
 )
 
-Ids = Annotated[list[PositiveId], Meta(max_length=50, extra_json_schema=ID_ITEMS)]
-Role = Annotated[str, Meta(max_length=20_000, extra_json_schema=documented(NO_NUL))]
+Name = Annotated[str, line(MAX_AGENT_NAME)]
+Description = Annotated[str, text(MAX_AGENT_DESCRIPTION)]
+Ids = Annotated[list[PositiveId], Meta(max_length=MAX_LINKED_IDS, extra_json_schema=ID_ITEMS)]
+Role = Annotated[str, text(MAX_AGENT_ROLE)]
 Model = ChatModel
+FIELD_RULES = (
+    too_long_rule("name", "Name", MAX_AGENT_NAME),
+    too_long_rule("description", "description", MAX_AGENT_DESCRIPTION),
+    too_long_rule("role", "role", MAX_AGENT_ROLE),
+    *(
+        Rule(field, linked_ids_invalid(field), detail=f"invalid {field}")
+        for field in ("knowledgeBaseIds", "skillIds", "tagIds")
+    ),
+)
 
 
 class CreateAgentBody(Camel):
+    rules = (required_rule("name", "Name"), *FIELD_RULES)
+
     name: Name
     description: Description | None = None
     role: Role | None = None
@@ -36,6 +65,12 @@ class CreateAgentBody(Camel):
 
 
 class UpdateAgentBody(Camel):
+    rules = (
+        Rule("agentId", AGENT_ID_REQUIRED),
+        required_rule("name", "Name", NULL_OR_EMPTY),
+        *FIELD_RULES,
+    )
+
     agent_id: PositiveId
     name: Name | UnsetType = UNSET
     description: Description | UnsetType | None = UNSET
@@ -97,11 +132,14 @@ class AgentListResponse(Camel):
 
 
 class CreateAgentTagBody(Camel):
-    name: Annotated[
-        str,
-        Meta(min_length=1, max_length=64, pattern=r"\S", extra_json_schema=documented(ONE_LINE)),
-    ]
-    color: Annotated[str, Meta(pattern=r"^#[0-9A-Fa-f]{6}$", examples=["#1e90ff"])] | None = None
+    rules = (
+        required_rule("name", "Name"),
+        too_long_rule("name", "Name", MAX_TAG_NAME),
+        Rule("color", TAG_COLOR_INVALID, RANGE, "expected #RRGGBB"),
+    )
+
+    name: Annotated[str, line(MAX_TAG_NAME)]
+    color: Annotated[str, Meta(pattern=TAG_COLOR.pattern, examples=["#1e90ff"])] | None = None
 
 
 class AgentTagResponse(Camel):

@@ -8,7 +8,9 @@ from typing import Annotated, Any
 from msgspec import Meta
 
 from application.use_cases.get_conversation import ConversationWithMessages
-from domain.conversations import Conversation, StoredMessage
+from domain.conversations import MAX_TITLE, THREAD_ID_INVALID, Conversation, StoredMessage
+from domain.text import required
+from entrypoints.http.rules import Rule
 from entrypoints.http.schemas import ONE_LINE, Camel, Uuid, documented
 
 
@@ -81,13 +83,18 @@ class ConversationListResponse(Camel):
 
 
 class RenameConversationBody(Camel):
+    rules = (
+        Rule("threadId", THREAD_ID_INVALID),
+        Rule("name", required("name"), frozenset({"missing"}), "required"),
+    )
+
     thread_id: Uuid
     name: (
         Annotated[
             str,
             Meta(
                 description="The new title (1 to 120 characters, one line); empty clears it",
-                extra_json_schema=documented(f"^$|{ONE_LINE}", maxLength=120),
+                extra_json_schema=documented(f"^$|{ONE_LINE}", maxLength=MAX_TITLE),
             ),
         ]
         | None

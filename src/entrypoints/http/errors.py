@@ -70,14 +70,14 @@ def validation_error(
     request: Request[Any, Any, Any], error: ValidationException
 ) -> Response[dict[str, Any]]:
     """Litestar's own conversion failed (the `before_request` check normally answers first):
-    a parameter the table knows gets the table's message, anything else the generic one."""
+    a parameter declared with a rule gets its message, anything else the generic one."""
     details: list[dict[str, Any]] = []
     extra = error.extra if isinstance(error.extra, list) else []
     for item in extra:
         if isinstance(item, dict):
             field = _wire(str(item.get("key") or item.get("source") or "body"))
             if item.get("source") in ("query", "path"):
-                known = param_error(field, "", request.route_handler.handler_name)
+                known = param_error(request.route_handler, field, "")
                 if known is not None:
                     return domain_error(request, known)
             details.append({"field": field, "message": str(item.get("message", ""))})

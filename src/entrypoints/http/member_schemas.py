@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from domain.audit import AuditEntry
-from domain.members import EMAIL, INVITATION_ID, MAX_REMOVALS, USER_ID, Invitation, Member, Outcome
+from domain.members import (
+    DEFAULT_EXPIRY_DAYS,
+    EMAIL,
+    EMAIL_INVALID,
+    EXPIRY_INVALID,
+    INVITATION_ID,
+    MAX_EMAIL,
+    MAX_EXPIRY_DAYS,
+    MAX_REMOVALS,
+    METADATA_INVALID,
+    MIN_EMAIL,
+    ROLE_INVALID,
+    USER_ID,
+    USER_ID_INVALID,
+    Invitation,
+    Member,
+    Outcome,
+)
 from entrypoints.http.rules import Rule
 from entrypoints.http.schemas import Camel, documented
 
@@ -30,12 +46,18 @@ def _ids_of(pattern: str) -> dict[str, object]:
 
 USER_ITEMS = _ids_of(f"^{USER_ID.pattern}$")
 INVITATION_ITEMS = _ids_of(f"^{INVITATION_ID.pattern}$")
+IDS_RULE = f"userIds must hold 1 to {MAX_REMOVALS} user ids"
 UserIds = Annotated[
     list[UserId], Meta(min_length=1, max_length=MAX_REMOVALS, extra_json_schema=USER_ITEMS)
 ]
 
 
 class UpdateMetadataBody(Camel):
+    rules = (
+        Rule("userId", USER_ID_INVALID, detail="a user id"),
+        Rule("metadata", METADATA_INVALID, detail="expected an object"),
+    )
+
     user_id: UserId
     metadata: Annotated[
         dict[str, Any],
@@ -44,10 +66,17 @@ class UpdateMetadataBody(Camel):
 
 
 class BulkRemoveBody(Camel):
+    rules = (Rule("userIds", IDS_RULE, detail=f"1 to {MAX_REMOVALS} ids"),)
+
     user_ids: UserIds
 
 
 class DeleteUsersBody(Camel):
+    rules = (
+        Rule("userIds", IDS_RULE, detail=f"at most {MAX_REMOVALS} ids"),
+        Rule("invitationIds", "invitationIds must hold invitation ids", detail="invalid"),
+    )
+
     user_ids: (
         Annotated[list[UserId], Meta(max_length=MAX_REMOVALS, extra_json_schema=USER_ITEMS)] | None
     ) = None
@@ -60,16 +89,27 @@ class DeleteUsersBody(Camel):
 
 
 class CreateInvitationBody(Camel):
+    rules = (
+        Rule("email", EMAIL_INVALID, detail="invalid"),
+        Rule("role", ROLE_INVALID, detail="org:admin or org:member"),
+        Rule("expiresInDays", EXPIRY_INVALID, detail=f"1 to {MAX_EXPIRY_DAYS}"),
+    )
+
     email: Annotated[
         str,
         Meta(
-            min_length=3,
-            max_length=320,
+            min_length=MIN_EMAIL,
+            max_length=MAX_EMAIL,
             extra_json_schema=documented(f"^{EMAIL.pattern}$", examples=["ada@example.com"]),
         ),
     ]
     role: Literal["org:admin", "org:member"]
-    expires_in_days: Annotated[int, Meta(ge=1, le=30, description="7 when absent")] | None = None
+    expires_in_days: (
+        Annotated[
+            int, Meta(ge=1, le=MAX_EXPIRY_DAYS, description=f"{DEFAULT_EXPIRY_DAYS} when absent")
+        ]
+        | None
+    ) = None
 
 
 class MemberOut(Camel):
@@ -243,22 +283,3 @@ class AuditLogResponse(Camel):
     success: bool
     entries: list[AuditEntryOut]
     next_cursor: str | None
-
-
-IDS_RULE = f"userIds must hold 1 to {MAX_REMOVALS} user ids"
-MEMBER_BODY_RULES: Mapping[type[Struct], tuple[Rule, ...]] = {
-    UpdateMetadataBody: (
-        Rule("userId", "userId must be a user identifier", detail="a user id"),
-        Rule("metadata", "metadata must be a JSON object", detail="expected an object"),
-    ),
-    BulkRemoveBody: (Rule("userIds", IDS_RULE, detail=f"1 to {MAX_REMOVALS} ids"),),
-    DeleteUsersBody: (
-        Rule("userIds", IDS_RULE, detail=f"at most {MAX_REMOVALS} ids"),
-        Rule("invitationIds", "invitationIds must hold invitation ids", detail="invalid"),
-    ),
-    CreateInvitationBody: (
-        Rule("email", "email must be an e-mail address", detail="invalid"),
-        Rule("role", "role must be org:admin or org:member", detail="org:admin or org:member"),
-        Rule("expiresInDays", "expiresInDays must be an integer from 1 to 30", detail="1 to 30"),
-    ),
-}

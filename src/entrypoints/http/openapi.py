@@ -1,4 +1,4 @@
-"""OpenAPI helpers: the error responses each route documents and the shared parameters."""
+"""OpenAPI helpers: the error responses each route documents, and what Litestar cannot infer."""
 
 from __future__ import annotations
 
@@ -19,7 +19,6 @@ from litestar.openapi.spec import (
     Schema,
 )
 from litestar.openapi.spec import Parameter as OpenAPIParameter
-from litestar.params import QueryParameter
 
 from domain.ids import MAX_BIGINT
 from entrypoints.http.schemas import Closed, ErrorBody
@@ -56,20 +55,6 @@ def errors(*statuses: int, public: bool = False) -> dict[int, ResponseSpec]:
 def body_errors(*statuses: int) -> dict[int, ResponseSpec]:
     """`errors` of a route that takes a JSON body: 400 and 415 too."""
     return errors(400, 415, *statuses)
-
-
-def _id(name: str, what: str) -> QueryParameter:
-    return QueryParameter(
-        name=name, ge=1, le=MAX_BIGINT, description=f"The {what}'s id, a positive integer"
-    )
-
-
-KB_ID = _id("kbId", "knowledge base")
-AGENT_ID = _id("agentId", "agent")
-TAG_ID = _id("tagId", "tag")
-SKILL_ID = _id("skillId", "skill")
-TASK_ID = _id("taskId", "scheduled task")
-THREAD_ID = QueryParameter(name="threadId", description="The conversation's uuid")
 
 
 def _event_stream(description: str) -> OpenAPIResponse:

@@ -1,5 +1,6 @@
-"""The vocabulary of the edge's validation table (`validation`): a body field's rule, a
-parameter's rule, and the checks parameters share. Feature modules declare their rows with it."""
+"""The vocabulary of the edge's validation (`validation`): a body field's rule (a request
+struct's `rules`), a parameter's rule (carried by the parameter's declaration, `RuledQuery` and
+`RuledPath`), and the checks parameters share. Feature modules declare their rules with it."""
 
 from __future__ import annotations
 
@@ -7,8 +8,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from litestar.params import PathParameter, QueryParameter
+
 from domain.errors import Invalid
 from domain.ids import parse_positive_id, parse_uuid
+from domain.text import required, too_long
 
 Kind = Literal["missing", "null", "empty", "type", "range"]
 ANY: frozenset[Kind] = frozenset({"missing", "null", "empty", "type", "range"})
@@ -32,6 +36,17 @@ class Rule:
 
 RANGE: frozenset[Kind] = frozenset({"range"})
 NULL_OR_EMPTY: frozenset[Kind] = frozenset({"null", "empty"})
+TYPE: frozenset[Kind] = frozenset({"type"})
+
+
+def required_rule(field: str, label: str, kinds: frozenset[Kind] = ABSENT) -> Rule:
+    """A required text's rule, with the domain's message (`domain.text.required`)."""
+    return Rule(field, required(label), kinds, "must be a non-empty string")
+
+
+def too_long_rule(field: str, label: str, limit: int) -> Rule:
+    """A bounded text's rule, with the domain's message (`domain.text.too_long`)."""
+    return Rule(field, too_long(label, limit), RANGE, "too long")
 
 
 def positive_id(raw: str) -> bool:
@@ -53,6 +68,8 @@ def uuid(raw: str) -> bool:
 
 
 def limit(top: int) -> Callable[[str], bool]:
+    """Plain digits (surrounding spaces allowed) from 1 to `top`."""
+
     def valid(raw: str) -> bool:
         text = raw.strip()
         return text.isascii() and text.isdigit() and len(text) <= 9 and 1 <= int(text) <= top
@@ -62,6 +79,23 @@ def limit(top: int) -> Callable[[str], bool]:
 
 @dataclass(frozen=True, slots=True)
 class ParamRule:
+    """A query or path parameter's check of its raw text, and the error when it fails (or is
+    absent and required): `message`, with `details: [{field, message: detail}]` when given."""
+
     message: str
     valid: Callable[[str], bool]
     detail: str | None = None
+
+
+@dataclass(frozen=True)
+class RuledQuery(QueryParameter):
+    """A query parameter declared with the rule the edge checks its raw text by."""
+
+    rule: ParamRule | None = None
+
+
+@dataclass(frozen=True)
+class RuledPath(PathParameter):
+    """A path parameter declared with the rule the edge checks its raw text by."""
+
+    rule: ParamRule | None = None

@@ -1,19 +1,18 @@
 """Request and response bodies of `/orgSettings` (spec 2.3 and 4.8).
 
-The request's `settings` is checked by the domain's own rules at the edge (`BODY_CHECKS`, run by
-`validation.check_request`), so that every breach is answered as the contract says: one 400
-"Bad Request" with a `details` entry per breach, named by its path. The types below state the
-same rules in the OpenAPI document.
+The request's `settings` is checked by the domain's own rules at the edge (`OrgSettingsBody.check`,
+run by `validation.check_request` in place of field-by-field rules), so that every breach is
+answered as the contract says: one 400 "Bad Request" with a `details` entry per breach, named by its
+path. The types below state the same rules in the OpenAPI document.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated
 
 import msgspec
-from msgspec import UNSET, Meta, Struct, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from application.use_cases.get_org_settings import OrgSettingsView
 from domain.errors import Invalid, field_error
@@ -120,7 +119,22 @@ class OrgSettingsIn(Closed):
     feedback_modal: FeedbackModalIn = msgspec.field(default_factory=FeedbackModalIn)
 
 
+def _check_settings(body: bytes) -> None:
+    """The domain's check of `settings`, on the body as sent (whether a default agent exists
+    is the use case's to say)."""
+    try:
+        decoded = msgspec.json.decode(body)
+    except RecursionError:
+        raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
+    except msgspec.DecodeError as error:  # valid JSON, but a number no double can hold
+        raise Invalid(MALFORMED_BODY, [field_error("body", str(error))]) from None
+    if isinstance(decoded, dict):
+        parse_settings(decoded.get("settings"))
+
+
 class OrgSettingsBody(Camel):
+    check = staticmethod(_check_settings)
+
     settings: OrgSettingsIn
 
 
@@ -196,21 +210,3 @@ class OrgSettingsResponse(Camel):
                 **{period.value: status[period] for period in CapPeriod if period in status}
             ),
         )
-
-
-def _check_settings(body: bytes) -> None:
-    """The domain's check of `settings`, on the body as sent (whether a default agent exists
-    is the use case's to say)."""
-    try:
-        decoded = msgspec.json.decode(body)
-    except RecursionError:
-        raise Invalid(MALFORMED_BODY, [field_error("body", "nested too deeply")]) from None
-    except msgspec.DecodeError as error:  # valid JSON, but a number no double can hold
-        raise Invalid(MALFORMED_BODY, [field_error("body", str(error))]) from None
-    if isinstance(decoded, dict):
-        parse_settings(decoded.get("settings"))
-
-
-BODY_CHECKS: Mapping[type[Struct], Callable[[bytes], None]] = {OrgSettingsBody: _check_settings}
-"""Bodies whose rules the domain states whole: `validation.check_request` runs these on the
-raw body (already known to be a JSON object) in place of its field-by-field table."""

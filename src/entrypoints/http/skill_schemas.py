@@ -2,24 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime
 from typing import Annotated, Any
 
-from msgspec import Meta, Struct
+from msgspec import Meta
 
 from application.use_cases.create_skill import SkillView
-from application.use_cases.put_skill_file import CONTENT_INVALID
-from application.use_cases.update_skill import EXPECTED_VERSION_INVALID
+from domain.files import CONTENT_TYPE_INVALID
 from domain.skills import (
+    CONTENT_INVALID,
+    EXPECTED_VERSION_INVALID,
     INVALID_PATH,
     PATH_MAX,
     SKILL_ID_REQUIRED,
     Skill,
     SkillFile,
-    is_skill_path,
 )
-from entrypoints.http.rules import ABSENT, ParamRule, Rule, positive_id
+from domain.text import required
+from entrypoints.http.rules import ABSENT, Rule
 from entrypoints.http.schemas import NOT_BLANK, Camel, MimeType, PositiveId, documented
 
 SKILL_MD_LIMIT = "at most 256 KiB of UTF-8"
@@ -55,11 +55,23 @@ Base64 = Annotated[
 ]
 
 
+SKILL_MD_RULE = Rule("skillMd", required("skillMd"), ABSENT, "a non-empty string")
+PATH_RULE = Rule("path", INVALID_PATH, detail="a relative path of letters, digits, '.', '_', '-'")
+
+
 class CreateSkillBody(Camel):
+    rules = (SKILL_MD_RULE,)
+
     skill_md: SkillMd
 
 
 class UpdateSkillBody(Camel):
+    rules = (
+        Rule("skillId", SKILL_ID_REQUIRED),
+        SKILL_MD_RULE,
+        Rule("expectedVersion", EXPECTED_VERSION_INVALID, detail="a positive integer"),
+    )
+
     skill_id: PositiveId
     skill_md: SkillMd
     expected_version: (
@@ -72,6 +84,13 @@ class UpdateSkillBody(Camel):
 
 
 class PutSkillFileBody(Camel):
+    rules = (
+        Rule("skillId", SKILL_ID_REQUIRED),
+        PATH_RULE,
+        Rule("content", CONTENT_INVALID, detail="a base64 string"),
+        Rule("contentType", CONTENT_TYPE_INVALID, detail="invalid MIME type"),
+    )
+
     skill_id: PositiveId
     path: SkillPath
     content: Base64
@@ -159,25 +178,3 @@ class SkillListResponse(Camel):
 class SkillFileResponse(Camel):
     success: bool
     file: SkillFileOut
-
-
-MIME_INVALID = "Content type must be a MIME type such as application/pdf"
-SKILL_MD_RULE = Rule("skillMd", "skillMd is required", ABSENT, "a non-empty string")
-SKILL_BODY_RULES: Mapping[type[Struct], tuple[Rule, ...]] = {
-    CreateSkillBody: (SKILL_MD_RULE,),
-    UpdateSkillBody: (
-        Rule("skillId", SKILL_ID_REQUIRED),
-        SKILL_MD_RULE,
-        Rule("expectedVersion", EXPECTED_VERSION_INVALID, detail="a positive integer"),
-    ),
-    PutSkillFileBody: (
-        Rule("skillId", SKILL_ID_REQUIRED),
-        Rule("path", INVALID_PATH, detail="a relative path of letters, digits, '.', '_', '-'"),
-        Rule("content", CONTENT_INVALID, detail="a base64 string"),
-        Rule("contentType", MIME_INVALID, detail="invalid MIME type"),
-    ),
-}
-SKILL_PARAM_RULES: Mapping[str, ParamRule] = {
-    "skillId": ParamRule(SKILL_ID_REQUIRED, positive_id),
-    "path": ParamRule(INVALID_PATH, is_skill_path, "invalid path"),
-}

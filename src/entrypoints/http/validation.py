@@ -1,19 +1,20 @@
-"""The HTTP edge's own validation: every request is checked against the types its route
-declares (and documents in `/schema/openapi.json`) before Litestar converts it, and a failure
-is answered with the specification's message from one table.
+"""The HTTP edge's own validation, the mechanism only: every request is checked against the
+types its route declares (and documents in `/schema/openapi.json`) before Litestar converts it,
+and a failure is answered with the specification's message, which the declarations carry: a
+request struct's `rules` (`schemas.Camel.rules`, one module per feature) and a parameter's
+`rule` (`rules.RuledQuery`, `rules.RuledPath`).
 
-Bodies are decoded strictly (no string-to-number coercion) with msgspec, one field at a time,
-so that every failing field is known and the table's order picks the message the use case
-would have given (the use cases keep their own checks: the CLI calls them too). Query and path
-parameters are checked from their raw strings. A body that is not JSON, is nested too deeply
-or holds a number too large for any field is a 400, never a 500; a body sent without a JSON
-media type is a 415.
+Bodies are decoded strictly (no string-to-number coercion) with msgspec, one field at a time, so
+that every failing field is known and the rules' order picks the message the command's parsing would
+have given (the handler still parses the body into its command, as the CLI does). Query and path
+parameters are checked from their raw strings. A body that is not JSON, is nested too deeply or
+holds a number too large for any field is a 400, never a 500; a body sent without a JSON media type
+is a 415.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, get_args, get_origin
@@ -25,173 +26,15 @@ from litestar.enums import ParamType
 from litestar.exceptions import HTTPException
 from litestar.params import BodyKwarg, ParameterKwarg
 
-from application.use_cases.download_file import PAGE_INVALID, PART_INVALID
-from domain.agents import AGENT_ID_REQUIRED, TAG_ID_REQUIRED
-from domain.conversations import THREAD_ID_INVALID
 from domain.errors import Invalid, field_error
-from domain.files import FILE_FIELDS_REQUIRED, FILE_ID_REQUIRED
-from domain.knowledge_bases import KB_ID_REQUIRED
-from entrypoints.http import agent_schemas as agents
-from entrypoints.http import conversation_schemas as conversations
-from entrypoints.http import schemas
-from entrypoints.http.controllers.chat import ChatBody
-from entrypoints.http.member_schemas import MEMBER_BODY_RULES
 from entrypoints.http.methods import OPTIONS, options_answer
 from entrypoints.http.rules import (
-    ABSENT,
     INVALID_BODY,
     MALFORMED_BODY,
-    NULL_OR_EMPTY,
-    RANGE,
     UNSUPPORTED_MEDIA_TYPE,
     Kind,
     ParamRule,
-    Rule,
-    limit,
-    positive_id,
-    uuid,
 )
-from entrypoints.http.settings_schemas import BODY_CHECKS
-from entrypoints.http.skill_schemas import SKILL_BODY_RULES, SKILL_PARAM_RULES
-
-
-def _name_rules() -> tuple[Rule, ...]:
-    return (Rule("name", "Name is required", ABSENT, "must be a non-empty string"),)
-
-
-def _too_long(field: str, message: str) -> Rule:
-    return Rule(field, message, RANGE, "too long")
-
-
-def _knowledge_base_rules() -> tuple[Rule, ...]:
-    return (
-        _too_long("name", "Name must be at most 200 characters"),
-        _too_long("description", "Description must be at most 4000 characters"),
-        Rule("chunkSize", "chunkSize must be between 32 and 8192", RANGE, "out of range"),
-        Rule(
-            "embeddingDimensions",
-            "embeddingDimensions must be between 1 and 4000",
-            RANGE,
-            "out of range",
-        ),
-        Rule(
-            "chunkOverlap",
-            "chunkOverlap must be at least 0 and less than half of chunkSize",
-            RANGE,
-            "out of range",
-        ),
-        Rule("source", 'source must be "email" or null', detail='expected "email" or null'),
-    )
-
-
-def _agent_rules() -> tuple[Rule, ...]:
-    return (
-        _too_long("name", "Name must be at most 200 characters"),
-        _too_long("description", "description must be at most 4000 characters"),
-        _too_long("role", "role must be at most 20000 characters"),
-        *(
-            Rule(field, f"{field} must hold positive integer ids", detail=f"invalid {field}")
-            for field in ("knowledgeBaseIds", "skillIds", "tagIds")
-        ),
-    )
-
-
-# Bodies: per request struct, in the order the use case checks its fields. A failing field
-# without a rule answers 400 "Invalid request body" with one `details` entry per field.
-BODY_RULES: Mapping[type[msgspec.Struct], tuple[Rule, ...]] = {
-    schemas.AssociateFileBody: (
-        *(
-            Rule(f, FILE_FIELDS_REQUIRED, frozenset({"missing", "null", "empty", "type"}))
-            for f in ("fileId", "fileName", "fileKey", "contentKey", "contentType")
-        ),
-        Rule("kbId", KB_ID_REQUIRED),
-        Rule("fileId", "File ID must be a UUID"),
-        Rule(
-            "fileName",
-            "File name must be 1 to 255 printable characters",
-            frozenset({"range"}),
-            "invalid file name",
-        ),
-        Rule(
-            "fileSize",
-            "File size must be a non-negative integer",
-            detail="expected a non-negative integer",
-        ),
-    ),
-    schemas.ReprocessBody: (Rule("kbId", KB_ID_REQUIRED), Rule("fileId", FILE_ID_REQUIRED)),
-    schemas.CreateKnowledgeBaseBody: (*_name_rules(), *_knowledge_base_rules()),
-    schemas.UpdateKnowledgeBaseBody: (
-        Rule("kbId", KB_ID_REQUIRED),
-        Rule("name", "Name is required", NULL_OR_EMPTY, "must be a non-empty string"),
-        *_knowledge_base_rules(),
-    ),
-    schemas.SearchBody: (
-        Rule("kbId", KB_ID_REQUIRED, detail="a positive integer"),
-        Rule("kbIds", KB_ID_REQUIRED, detail="1 to 20 ids"),
-        Rule("query", "query is required", ABSENT, "a non-empty string"),
-        Rule("query", "query must be at most 2000 characters", frozenset({"range"}), "too long"),
-        Rule("topK", "topK must be an integer from 1 to 50", detail="out of range"),
-    ),
-    schemas.PresignBody: (
-        Rule("fileName", "fileName is required", ABSENT, "required"),
-        Rule("contentType", "contentType is required", ABSENT, "required"),
-        Rule("fileSize", "fileSize is required", ABSENT, "required"),
-        Rule(
-            "fileSize",
-            "File size must be a non-negative integer",
-            detail="expected a non-negative integer",
-        ),
-    ),
-    agents.CreateAgentBody: (*_name_rules(), *_agent_rules()),
-    agents.UpdateAgentBody: (
-        Rule("agentId", AGENT_ID_REQUIRED),
-        Rule("name", "Name is required", NULL_OR_EMPTY, "must be a non-empty string"),
-        *_agent_rules(),
-    ),
-    agents.CreateAgentTagBody: (
-        *_name_rules(),
-        Rule("name", "Name must be at most 64 characters", frozenset({"range"}), "too long"),
-        Rule("color", "color must have the form #RRGGBB", frozenset({"range"}), "expected #RRGGBB"),
-    ),
-    ChatBody: (
-        Rule("messages", "messages must be a non-empty array"),
-        Rule("agentId", AGENT_ID_REQUIRED),
-        Rule("threadId", THREAD_ID_INVALID),
-        Rule("title", "title must be a string", frozenset({"type"}), "expected a string"),
-        Rule("upstreamConversationId", "upstreamConversationId must be a valid UUID"),
-    ),
-    conversations.RenameConversationBody: (
-        Rule("threadId", THREAD_ID_INVALID),
-        Rule("name", "name is required", frozenset({"missing"}), "required"),
-    ),
-    **SKILL_BODY_RULES,
-    **MEMBER_BODY_RULES,
-}
-
-
-# Query and path parameters, by wire name (the same name means the same thing on every route).
-PARAM_RULES: Mapping[str, ParamRule] = {
-    "kbId": ParamRule(KB_ID_REQUIRED, positive_id),
-    "agentId": ParamRule(AGENT_ID_REQUIRED, positive_id),
-    "tagId": ParamRule(TAG_ID_REQUIRED, positive_id),
-    "fileId": ParamRule(FILE_ID_REQUIRED, uuid),
-    "threadId": ParamRule(THREAD_ID_INVALID, uuid),
-    "thread_id": ParamRule(THREAD_ID_INVALID, uuid),
-    **SKILL_PARAM_RULES,
-}
-# Parameters whose rule depends on the route: by handler name and wire name.
-ROUTE_PARAM_RULES: Mapping[tuple[str, str], ParamRule] = {
-    ("list_conversations", "limit"): ParamRule(
-        "limit must be an integer from 1 to 100", limit(100), "out of range"
-    ),
-    ("download_file", "part"): ParamRule(
-        PART_INVALID, lambda raw: raw in ("original", "content", "image"), "unknown part"
-    ),
-    ("download_file", "page"): ParamRule(PAGE_INVALID, limit(100_000), "out of range"),
-    ("audit_log", "limit"): ParamRule(
-        "limit must be an integer from 1 to 100", limit(100), "out of range"
-    ),
-}
 
 
 def _classify(value: Any, error: str) -> Kind:
@@ -298,8 +141,10 @@ def _integral(value: Any) -> Any:
 
 
 def body_error(struct: type[msgspec.Struct], failures: dict[str, tuple[Kind, str]]) -> Invalid:
-    """The error the table gives for these failures."""
-    for rule in BODY_RULES.get(struct, ()):
+    """The error the struct's `rules` give for these failures: the first rule, in their order,
+    whose field failed in a way it covers; without one, 400 "Invalid request body" naming every
+    field."""
+    for rule in getattr(struct, "rules", ()):
         failure = failures.get(rule.field)
         if failure is not None and failure[0] in rule.kinds:
             details = [field_error(rule.field, rule.detail)] if rule.detail else None
@@ -307,14 +152,19 @@ def body_error(struct: type[msgspec.Struct], failures: dict[str, tuple[Kind, str
     return Invalid(INVALID_BODY, [field_error(f, text) for f, (_, text) in failures.items()])
 
 
-def param_error(name: str, raw: str | None, route: str = "") -> Invalid | None:
-    """The table's error for query or path parameter `name` of the route handled by `route`
-    (`raw` None: absent and required); None when it is valid or the table has no rule."""
-    return _param_error(name, raw, _param_rule(name, route))
+def param_error(handler: Any, name: str, raw: str | None) -> Invalid | None:
+    """The error the rule `handler` declares for its query or path parameter `name` (its wire
+    name, or the camelCase of a snake_case path name) gives for `raw` (None: absent and
+    required); None when it is valid or has no rule."""
+    for wire, _source, _required, rule in _edge(handler).params:
+        if name in (wire, _camel(wire)):
+            return _param_error(name, raw, rule)
+    return None
 
 
-def _param_rule(name: str, route: str) -> ParamRule | None:
-    return ROUTE_PARAM_RULES.get((route, name)) or PARAM_RULES.get(name)
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
 
 
 def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid | None:
@@ -327,7 +177,6 @@ def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid 
 
 @dataclass(frozen=True, slots=True)
 class _Edge:
-    route: str
     body: type[msgspec.Struct] | None
     # (wire name, "query" | "path", required, the table's rule)
     params: tuple[tuple[str, str, bool, ParamRule | None], ...]
@@ -346,18 +195,17 @@ def _edge(handler: Any) -> _Edge:
     body: type[msgspec.Struct] | None = None
     params: list[tuple[str, str, bool, ParamRule | None]] = []
     path_names = _path_params(handler)
-    route = handler.handler_name
     for name, definition in handler.parsed_fn_signature.parameters.items():
         kwarg = definition.kwarg_definition
+        rule = getattr(kwarg, "rule", None)
         if name == "data" or isinstance(kwarg, BodyKwarg):
             body = _struct_of(definition.annotation)
         elif name in path_names:
-            params.append((name, "path", True, _param_rule(name, route)))
+            params.append((name, "path", True, rule))
         elif isinstance(kwarg, ParameterKwarg) and kwarg.param_type is ParamType.QUERY:
             required = not definition.has_default and not definition.is_optional
-            wire = kwarg.name or name
-            params.append((wire, "query", required, _param_rule(wire, route)))
-    return _Edge(route, body, tuple(params))
+            params.append((kwarg.name or name, "query", required, rule))
+    return _Edge(body, tuple(params))
 
 
 def _path_params(handler: Any) -> set[str]:
@@ -420,7 +268,7 @@ async def check_request(request: Request[Any, Any, Any]) -> Response[None] | Non
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
     body = await request.body()
     failures = decode_failures(edge.body, body)
-    check = BODY_CHECKS.get(edge.body)
+    check = getattr(edge.body, "check", None)
     if check is not None:  # the domain's rules decide, naming every breach, nested ones too
         check(body)
     elif failures:

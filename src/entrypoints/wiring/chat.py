@@ -85,7 +85,7 @@ class ScopedKnowledgeSearch:
     ) -> list[SearchResult]:
         async with self._scopes.acting_for(caller) as scope:
             return await (await scope.get(SearchKnowledgeBase)).execute(
-                SearchKnowledgeBaseQuery(
+                SearchKnowledgeBaseQuery.parse(
                     caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k, skip_missing=True
                 )
             )

@@ -19,6 +19,7 @@ from application.use_cases.replace_user_metadata import (
     ReplaceUserMetadata,
     ReplaceUserMetadataCommand,
 )
+from domain.audit import AUDIT_LIMIT_INVALID, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE
 from domain.identity import Caller
 from entrypoints.http.injection import inject
 from entrypoints.http.member_schemas import (
@@ -39,9 +40,17 @@ from entrypoints.http.member_schemas import (
     UpdateMetadataResponse,
 )
 from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.rules import ParamRule, RuledQuery, limit
+from entrypoints.http.schemas import command
 
 DEPRECATED = {"Deprecation": "true", "Link": '</admin/users>; rel="successor-version"'}
-LIMIT = QueryParameter(name="limit", ge=1, le=100, description="Entries per page (50)")
+LIMIT = RuledQuery(
+    name="limit",
+    ge=1,
+    le=MAX_AUDIT_PAGE,
+    description=f"Entries per page ({DEFAULT_AUDIT_PAGE})",
+    rule=ParamRule(AUDIT_LIMIT_INVALID, limit(MAX_AUDIT_PAGE), "out of range"),
+)
 CURSOR = QueryParameter(name="cursor", max_length=40, description="`nextCursor` of a page")
 
 
@@ -74,7 +83,7 @@ class AdminController(Controller):
         use_case: FromDishka[ReplaceUserMetadata],
     ) -> UpdateMetadataResponse:
         member = await use_case.execute(
-            ReplaceUserMetadataCommand(caller=caller, user_id=data.user_id, metadata=data.metadata)
+            command(ReplaceUserMetadataCommand.parse, data, caller=caller)
         )
         return UpdateMetadataResponse(
             success=True,
@@ -109,9 +118,7 @@ class AdminController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[RemoveMembers],
     ) -> Response[BulkRemoveResponse]:
-        removals = await use_case.execute(
-            RemoveMembersCommand(caller=caller, user_ids=data.user_ids)
-        )
+        removals = await use_case.execute(command(RemoveMembersCommand.parse, data, caller=caller))
         body = BulkRemoveResponse.of(removals.users)
         return Response(body, status_code=200 if body.success else 207, headers=DEPRECATED)
 
@@ -136,11 +143,7 @@ class AdminController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[RemoveMembers],
     ) -> Response[DeleteUsersResponse]:
-        removals = await use_case.execute(
-            RemoveMembersCommand(
-                caller=caller, user_ids=data.user_ids, invitation_ids=data.invitation_ids
-            )
-        )
+        removals = await use_case.execute(command(RemoveMembersCommand.parse, data, caller=caller))
         users, invitations = RemovalGroup.of(removals.users), RemovalGroup.of(removals.invitations)
         success = not users.failed and not invitations.failed
         return Response(
@@ -159,12 +162,7 @@ class AdminController(Controller):
         use_case: FromDishka[CreateInvitation],
     ) -> InvitationResponse:
         invitation = await use_case.execute(
-            CreateInvitationCommand(
-                caller=caller,
-                email=data.email,
-                role=data.role,
-                expires_in_days=data.expires_in_days,
-            )
+            command(CreateInvitationCommand.parse, data, caller=caller)
         )
         return InvitationResponse(success=True, invitation=InvitationOut.of(invitation))
 
@@ -191,7 +189,9 @@ class AdminController(Controller):
         limit: Annotated[int | None, LIMIT] = None,
         cursor: Annotated[str | None, CURSOR] = None,
     ) -> AuditLogResponse:
-        page = await use_case.execute(ListAuditLogQuery(caller=caller, limit=limit, cursor=cursor))
+        page = await use_case.execute(
+            ListAuditLogQuery.parse(caller=caller, limit=limit, cursor=cursor)
+        )
         return AuditLogResponse(
             success=True,
             entries=[AuditEntryOut.of(e) for e in page.entries],

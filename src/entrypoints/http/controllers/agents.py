@@ -29,8 +29,9 @@ from entrypoints.http.agent_schemas import (
     UpdateAgentBody,
 )
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import AGENT_ID, TAG_ID, body_errors, errors
-from entrypoints.http.schemas import SuccessMessage, unset
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import AGENT_ID, TAG_ID
+from entrypoints.http.schemas import SuccessMessage, command
 
 
 class AgentController(Controller):
@@ -45,18 +46,7 @@ class AgentController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[CreateAgent],
     ) -> AgentResponse:
-        agent = await use_case.execute(
-            CreateAgentCommand(
-                caller=caller,
-                name=data.name,
-                description=data.description,
-                role=data.role,
-                model=data.model,
-                knowledge_base_ids=data.knowledge_base_ids,
-                skill_ids=data.skill_ids,
-                tag_ids=data.tag_ids,
-            )
-        )
+        agent = await use_case.execute(command(CreateAgentCommand.parse, data, caller=caller))
         return AgentResponse(success=True, agent=AgentOut.of(agent))
 
     @get(
@@ -75,9 +65,9 @@ class AgentController(Controller):
         tag_id: Annotated[int | None, TAG_ID] = None,
     ) -> AgentResponse | AgentListResponse:
         if agent_id is not None:
-            agent = await get_agent.execute(GetAgentQuery(caller=caller, agent_id=agent_id))
+            agent = await get_agent.execute(GetAgentQuery.parse(caller=caller, agent_id=agent_id))
             return AgentResponse(success=True, agent=AgentOut.of(agent))
-        agents = await list_agents.execute(ListAgentsQuery(caller=caller, tag_id=tag_id))
+        agents = await list_agents.execute(ListAgentsQuery.parse(caller=caller, tag_id=tag_id))
         return AgentListResponse(success=True, agents=[AgentOut.of(a) for a in agents])
 
     @patch(responses=body_errors(403, 404), summary="Change an agent")
@@ -88,19 +78,7 @@ class AgentController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[UpdateAgent],
     ) -> AgentResponse:
-        agent = await use_case.execute(
-            UpdateAgentCommand(
-                caller=caller,
-                agent_id=data.agent_id,
-                name=unset(data.name),
-                description=unset(data.description),
-                role=unset(data.role),
-                model=unset(data.model),
-                knowledge_base_ids=unset(data.knowledge_base_ids),
-                skill_ids=unset(data.skill_ids),
-                tag_ids=unset(data.tag_ids),
-            )
-        )
+        agent = await use_case.execute(command(UpdateAgentCommand.parse, data, caller=caller))
         return AgentResponse(success=True, agent=AgentOut.of(agent))
 
     @delete(status_code=200, responses=errors(400, 403, 404), summary="Delete an agent")
@@ -111,7 +89,7 @@ class AgentController(Controller):
         use_case: FromDishka[DeleteAgent],
         agent_id: Annotated[int, AGENT_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteAgentCommand(caller=caller, agent_id=agent_id))
+        await use_case.execute(DeleteAgentCommand.parse(caller=caller, agent_id=agent_id))
         return SuccessMessage(success=True, message="Agent deleted")
 
     @post("/tags", status_code=201, responses=body_errors(403, 409), summary="Create an agent tag")
@@ -122,9 +100,7 @@ class AgentController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[CreateAgentTag],
     ) -> AgentTagResponse:
-        tag = await use_case.execute(
-            CreateAgentTagCommand(caller=caller, name=data.name, color=data.color)
-        )
+        tag = await use_case.execute(command(CreateAgentTagCommand.parse, data, caller=caller))
         return AgentTagResponse(success=True, tag=AgentTagOut.of(tag))
 
     @get("/tags", responses=errors(403), summary="List the organization's agent tags")
@@ -148,5 +124,5 @@ class AgentController(Controller):
         use_case: FromDishka[DeleteAgentTag],
         tag_id: Annotated[int, TAG_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteAgentTagCommand(caller=caller, tag_id=tag_id))
+        await use_case.execute(DeleteAgentTagCommand.parse(caller=caller, tag_id=tag_id))
         return SuccessMessage(success=True, message="Tag deleted")

@@ -13,9 +13,8 @@ from uuid import UUID
 from dishka import FromDishka
 from litestar import Controller, Response, get, post
 from litestar.openapi.datastructures import ResponseSpec
-from litestar.params import FromPath, HeaderParameter, JSONBody
+from litestar.params import HeaderParameter, JSONBody
 from litestar.response import Stream
-from msgspec import Meta
 
 from application.ports.chat_streams import ChatStreams
 from application.use_cases.cancel_chat_response import (
@@ -27,101 +26,17 @@ from application.use_cases.follow_chat_response import (
     FollowChatResponseQuery,
 )
 from application.use_cases.send_chat_message import SendChatMessage, SendChatMessageCommand
-from domain.conversations import MAX_MESSAGES, MAX_PARTS, MAX_TEXT, MAX_TITLE
 from domain.errors import Invalid, field_error
 from domain.identity import Caller, Identity
+from entrypoints.http.chat_schemas import CancelResponse, ChatAccepted, ChatBody
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
-from entrypoints.http.schemas import (
-    NO_NUL,
-    NOT_BLANK,
-    ONE_LINE,
-    Camel,
-    PositiveId,
-    Uuid,
-    documented,
-)
+from entrypoints.http.params import THREAD_PATH
+from entrypoints.http.schemas import command
 from entrypoints.http.sse import STREAM_HEADERS, sse_body
 from entrypoints.wiring import OrgScopes
 
-# http(s) or data: URLs only, whatever the scheme's case (`domain.conversations`).
-FILE_URL = r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$"
-TEXT_PART = {
-    "type": "object",
-    "required": ["type", "text"],
-    "properties": {
-        "type": {"type": "string", "enum": ["text"]},
-        "text": {"type": "string", "maxLength": MAX_TEXT, "pattern": NOT_BLANK},
-    },
-}
-FILE_PART = {
-    "type": "object",
-    "required": ["type", "url", "mediaType"],
-    "properties": {
-        "type": {"type": "string", "enum": ["file"]},
-        "url": {
-            "type": "string",
-            "pattern": r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$",
-        },
-        "mediaType": {"type": "string", "pattern": r"^[^\u0000]*/[^\u0000]*$"},
-        "filename": {"type": "string", "pattern": NO_NUL},
-    },
-}
-USER_MESSAGE = {
-    "type": "object",
-    "required": ["role", "parts"],
-    "properties": {
-        "role": {"type": "string", "enum": ["user"]},
-        "parts": {
-            "type": "array",
-            "minItems": 1,
-            "maxItems": MAX_PARTS,
-            "items": {"oneOf": [TEXT_PART, FILE_PART]},
-        },
-    },
-}
 STREAM_MODE_INVALID = "X-Stream-Response must be true or false"
-
-
-class ChatBody(Camel):
-    messages: Annotated[
-        list[dict[str, Any]],
-        Meta(
-            min_length=1,
-            description="The message sent, last (earlier ones are ignored: the thread holds "
-            "them): role `user`, text parts and file parts",
-            extra_json_schema={"extra": {"maxItems": MAX_MESSAGES, "items": USER_MESSAGE}},
-        ),
-    ]
-    agent_id: PositiveId
-    thread_id: Uuid | None = None
-    upstream_conversation_id: Uuid | None = None
-    title: (
-        Annotated[
-            str,
-            Meta(
-                description="Creation only: 1 to 120 characters after trimming, one line",
-                extra_json_schema=documented(ONE_LINE, maxLength=MAX_TITLE),
-            ),
-        ]
-        | None
-    ) = None
-
-
-class ChatAccepted(Camel):
-    thread_id: str
-    status: str
-
-
-class CancelResponse(Camel):
-    success: bool
-    thread_id: str
-    cancelled: bool
-    stream_status: str | None
-
-
-def _text(value: str | None) -> str | None:
-    return None if value is None else str(value)
 
 
 def _streaming(header: str | None) -> bool:
@@ -185,14 +100,7 @@ class ChatController(Controller):
         async with scopes.acting_as(identity) as scope:
             caller = await scope.get(Caller)
             started = await (await scope.get(SendChatMessage)).execute(
-                SendChatMessageCommand(
-                    caller=caller,
-                    agent_id=data.agent_id,
-                    messages=data.messages,
-                    thread_id=_text(data.thread_id),
-                    upstream_conversation_id=_text(data.upstream_conversation_id),
-                    title=data.title,
-                )
+                command(SendChatMessageCommand.parse, data, caller=caller)
             )
         if streaming:
             chunks = streams.follow(caller.org_id, started.run_id)
@@ -213,14 +121,14 @@ class ChatController(Controller):
     @inject
     async def resume(
         self,
-        thread_id: FromPath[UUID],
+        thread_id: Annotated[UUID, THREAD_PATH],
         identity: FromDishka[Identity],
         scopes: FromDishka[OrgScopes],
     ) -> Response[Any]:
         async with scopes.acting_as(identity) as scope:
             caller = await scope.get(Caller)
             chunks = await (await scope.get(FollowChatResponse)).execute(
-                FollowChatResponseQuery(caller=caller, thread_id=str(thread_id))
+                FollowChatResponseQuery.parse(caller=caller, thread_id=str(thread_id))
             )
         if chunks is None:
             return Response(None, status_code=204, headers={"X-Thread-ID": str(thread_id)})
@@ -235,14 +143,14 @@ class ChatController(Controller):
     @inject
     async def cancel(
         self,
-        thread_id: FromPath[UUID],
+        thread_id: Annotated[UUID, THREAD_PATH],
         identity: FromDishka[Identity],
         scopes: FromDishka[OrgScopes],
     ) -> CancelResponse:
         async with scopes.acting_as(identity) as scope:
             caller = await scope.get(Caller)
             outcome = await (await scope.get(CancelChatResponse)).execute(
-                CancelChatResponseCommand(caller=caller, thread_id=str(thread_id))
+                CancelChatResponseCommand.parse(caller=caller, thread_id=str(thread_id))
             )
         return CancelResponse(
             success=True,

@@ -19,6 +19,7 @@ from application.use_cases.rename_conversation import (
     RenameConversation,
     RenameConversationCommand,
 )
+from domain.conversations import LIST_LIMIT_INVALID, MAX_LIST
 from domain.identity import Caller
 from entrypoints.http.conversation_schemas import (
     ConversationDetailOut,
@@ -28,8 +29,18 @@ from entrypoints.http.conversation_schemas import (
     RenameConversationResponse,
 )
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import AGENT_ID, THREAD_ID, body_errors, errors
-from entrypoints.http.schemas import SuccessMessage
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import AGENT_ID, THREAD_ID
+from entrypoints.http.rules import ParamRule, RuledQuery, limit
+from entrypoints.http.schemas import SuccessMessage, command
+
+LIMIT = RuledQuery(
+    name="limit",
+    ge=1,
+    le=MAX_LIST,
+    description="Page size",
+    rule=ParamRule(LIST_LIMIT_INVALID, limit(MAX_LIST), "out of range"),
+)
 
 
 class ConversationController(Controller):
@@ -49,7 +60,7 @@ class ConversationController(Controller):
         thread_id: Annotated[UUID, THREAD_ID],
     ) -> ConversationDetailOut:
         found = await use_case.execute(
-            GetConversationQuery(caller=caller, thread_id=str(thread_id))
+            GetConversationQuery.parse(caller=caller, thread_id=str(thread_id))
         )
         return ConversationDetailOut.of(found)
 
@@ -64,16 +75,16 @@ class ConversationController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[ListConversations],
         agent_id: Annotated[int | None, AGENT_ID] = None,
-        limit: Annotated[
-            int | None, QueryParameter(name="limit", ge=1, le=100, description="Page size")
-        ] = None,
+        limit: Annotated[int | None, LIMIT] = None,
         cursor: Annotated[
             str | None,
             QueryParameter(name="cursor", description="The previous page's `nextCursor`"),
         ] = None,
     ) -> ConversationListResponse:
         page = await use_case.execute(
-            ListConversationsQuery(caller=caller, agent_id=agent_id, limit=limit, cursor=cursor)
+            ListConversationsQuery.parse(
+                caller=caller, agent_id=agent_id, limit=limit, cursor=cursor
+            )
         )
         return ConversationListResponse(
             success=True,
@@ -94,7 +105,9 @@ class ConversationController(Controller):
         use_case: FromDishka[DeleteConversation],
         thread_id: Annotated[UUID, THREAD_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteConversationCommand(caller=caller, thread_id=str(thread_id)))
+        await use_case.execute(
+            DeleteConversationCommand.parse(caller=caller, thread_id=str(thread_id))
+        )
         return SuccessMessage(success=True, message="Conversation deleted")
 
     @patch(
@@ -110,7 +123,7 @@ class ConversationController(Controller):
         use_case: FromDishka[RenameConversation],
     ) -> RenameConversationResponse:
         renamed = await use_case.execute(
-            RenameConversationCommand(caller=caller, thread_id=str(data.thread_id), name=data.name)
+            command(RenameConversationCommand.parse, data, caller=caller)
         )
         return RenameConversationResponse(
             success=True, thread_id=renamed.thread_id, title=renamed.title

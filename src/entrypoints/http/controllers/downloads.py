@@ -8,13 +8,31 @@ from uuid import UUID
 
 from dishka import FromDishka
 from litestar import get
-from litestar.params import QueryParameter
 from litestar.response import Redirect
 
 from application.use_cases.download_file import DownloadFile, DownloadFileQuery
 from domain.identity import Caller
+from domain.uploads import MAX_PAGE_NUMBER, PAGE_INVALID, PART_INVALID, DownloadPart
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import KB_ID, errors
+from entrypoints.http.openapi import errors
+from entrypoints.http.params import FILE_ID, KB_ID
+from entrypoints.http.rules import ParamRule, RuledQuery, limit
+
+PART = RuledQuery(
+    name="part",
+    description="What to download",
+    required=False,
+    rule=ParamRule(
+        PART_INVALID, lambda raw: raw in {p.value for p in DownloadPart}, "unknown part"
+    ),
+)
+PAGE = RuledQuery(
+    name="page",
+    ge=1,
+    le=MAX_PAGE_NUMBER,
+    description="The page, from 1 (image)",
+    rule=ParamRule(PAGE_INVALID, limit(MAX_PAGE_NUMBER), "out of range"),
+)
 
 
 @get(
@@ -29,17 +47,13 @@ async def download_file(
     caller: FromDishka[Caller],
     use_case: FromDishka[DownloadFile],
     kb_id: Annotated[int, KB_ID],
-    file_id: Annotated[UUID, QueryParameter(name="fileId", description="The file's uuid")],
-    part: Annotated[
-        Literal["original", "content", "image"],
-        QueryParameter(name="part", description="What to download", required=False),
-    ] = "original",
-    page: Annotated[
-        int | None,
-        QueryParameter(name="page", ge=1, le=100_000, description="The page, from 1 (image)"),
-    ] = None,
+    file_id: Annotated[UUID, FILE_ID],
+    part: Annotated[Literal["original", "content", "image"], PART] = "original",
+    page: Annotated[int | None, PAGE] = None,
 ) -> Redirect:
     url = await use_case.execute(
-        DownloadFileQuery(caller=caller, kb_id=kb_id, file_id=str(file_id), part=part, page=page)
+        DownloadFileQuery.parse(
+            caller=caller, kb_id=kb_id, file_id=str(file_id), part=part, page=page
+        )
     )
     return Redirect(url, status_code=302, headers={"Cache-Control": "no-store"})

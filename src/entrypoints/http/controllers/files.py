@@ -16,15 +16,16 @@ from application.use_cases.reprocess_file import ReprocessFile, ReprocessFileCom
 from domain.files import MAX_FILE_PAGE
 from domain.identity import Caller
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import KB_ID, body_errors, errors
-from entrypoints.http.schemas import (
+from entrypoints.http.knowledge_base_schemas import (
     AssociateFileBody,
     FileListResponse,
     FileResponse,
     KnowledgeBaseFileOut,
     ReprocessBody,
-    SuccessMessage,
 )
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import FILE_ID, KB_ID
+from entrypoints.http.schemas import SuccessMessage, command
 
 
 class FileController(Controller):
@@ -43,19 +44,7 @@ class FileController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[AssociateFile],
     ) -> FileResponse:
-        record = await use_case.execute(
-            AssociateFileCommand(
-                caller=caller,
-                kb_id=data.kb_id,
-                file_id=str(data.file_id),
-                file_name=data.file_name,
-                file_key=data.file_key,
-                content_key=data.content_key,
-                content_type=data.content_type,
-                file_size=data.file_size,
-                user_metadata=data.user_metadata,
-            )
-        )
+        record = await use_case.execute(command(AssociateFileCommand.parse, data, caller=caller))
         return FileResponse(success=True, file=KnowledgeBaseFileOut.of(record))
 
     @get(responses=errors(400, 403, 404), summary="List a knowledge base's files, newest first")
@@ -80,7 +69,7 @@ class FileController(Controller):
         ] = None,
     ) -> FileListResponse:
         page = await use_case.execute(
-            ListFilesQuery(
+            ListFilesQuery.parse(
                 caller=caller, kb_id=kb_id, view=KnowledgeBaseFileOut, limit=limit, cursor=cursor
             )
         )
@@ -101,9 +90,7 @@ class FileController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[ReprocessFile],
     ) -> FileResponse:
-        record = await use_case.execute(
-            ReprocessFileCommand(caller=caller, kb_id=data.kb_id, file_id=str(data.file_id))
-        )
+        record = await use_case.execute(command(ReprocessFileCommand.parse, data, caller=caller))
         return FileResponse(success=True, file=KnowledgeBaseFileOut.of(record))
 
     @delete(status_code=200, responses=errors(400, 403, 404), summary="Remove a file")
@@ -113,7 +100,9 @@ class FileController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[DeleteFile],
         kb_id: Annotated[int, KB_ID],
-        file_id: Annotated[UUID, QueryParameter(name="fileId", description="The file's uuid")],
+        file_id: Annotated[UUID, FILE_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteFileCommand(caller=caller, kb_id=kb_id, file_id=str(file_id)))
+        await use_case.execute(
+            DeleteFileCommand.parse(caller=caller, kb_id=kb_id, file_id=str(file_id))
+        )
         return SuccessMessage(success=True, message="File deleted")

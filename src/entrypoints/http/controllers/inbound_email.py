@@ -28,12 +28,13 @@ from application.use_cases.ingest_inbound_email import (
     IngestInboundEmailCommand,
 )
 from application.use_cases.route_inbound_email import RouteInboundEmail, RouteInboundEmailCommand
-from domain.errors import PayloadTooLarge
 from domain.identity import Caller, Identity
 from domain.uploads import UploadPolicy
+from entrypoints.http.bodies import read_bounded
 from entrypoints.http.injection import inject
+from entrypoints.http.knowledge_base_schemas import KnowledgeBaseFileOut
 from entrypoints.http.openapi import errors
-from entrypoints.http.schemas import Camel, KnowledgeBaseFileOut
+from entrypoints.http.schemas import Camel
 from entrypoints.wiring import OrgScopes
 
 PATH = "/webhooks/inbound-email"
@@ -135,7 +136,7 @@ async def inbound_email(
     media = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
     if media != MEDIA_TYPE:
         raise HTTPException(status_code=415, detail=f"Send the message as {MEDIA_TYPE}")
-    raw = await _read_body(request, policy.max_size * BODY_FACTOR + BODY_HEADROOM)
+    raw = await read_bounded(request, policy.max_size * BODY_FACTOR + BODY_HEADROOM, "A message")
     verifier.verify(
         raw,
         request.headers.get("x-inbound-timestamp"),
@@ -160,17 +161,3 @@ async def inbound_email(
         ),
         status_code=200 if ingested.duplicate else 202,
     )
-
-
-async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
-    """The body, refused (413) as soon as it passes `limit` bytes, before anything parses it."""
-    too_large = PayloadTooLarge(f"A message may be at most {limit} bytes")
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise too_large
-    received = bytearray()
-    async for chunk in request.stream():
-        received += chunk
-        if len(received) > limit:
-            raise too_large
-    return bytes(received)

@@ -23,16 +23,16 @@ from application.use_cases.update_knowledge_base import (
 )
 from domain.identity import Caller
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import KB_ID, body_errors, errors
-from entrypoints.http.schemas import (
+from entrypoints.http.knowledge_base_schemas import (
     CreateKnowledgeBaseBody,
     KnowledgeBaseListResponse,
     KnowledgeBaseOut,
     KnowledgeBaseResponse,
-    SuccessMessage,
     UpdateKnowledgeBaseBody,
-    unset,
 )
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import KB_ID
+from entrypoints.http.schemas import SuccessMessage, command
 
 
 class KnowledgeBaseController(Controller):
@@ -48,18 +48,7 @@ class KnowledgeBaseController(Controller):
         use_case: FromDishka[CreateKnowledgeBase],
     ) -> KnowledgeBaseResponse:
         summary = await use_case.execute(
-            CreateKnowledgeBaseCommand(
-                caller=caller,
-                name=data.name,
-                description=data.description,
-                embedding_model=data.embedding_model,
-                embedding_dimensions=data.embedding_dimensions,
-                extraction_model=data.extraction_model,
-                extraction_schema=data.extraction_schema,
-                chunk_size=data.chunk_size,
-                chunk_overlap=data.chunk_overlap,
-                source=data.source,
-            )
+            command(CreateKnowledgeBaseCommand.parse, data, caller=caller)
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
 
@@ -82,19 +71,7 @@ class KnowledgeBaseController(Controller):
         use_case: FromDishka[UpdateKnowledgeBase],
     ) -> KnowledgeBaseResponse:
         summary = await use_case.execute(
-            UpdateKnowledgeBaseCommand(
-                caller=caller,
-                kb_id=data.kb_id,
-                name=unset(data.name),
-                description=unset(data.description),
-                embedding_model=unset(data.embedding_model),
-                embedding_dimensions=unset(data.embedding_dimensions),
-                extraction_model=unset(data.extraction_model),
-                extraction_schema=unset(data.extraction_schema),
-                chunk_size=unset(data.chunk_size),
-                chunk_overlap=unset(data.chunk_overlap),
-                source=unset(data.source),
-            )
+            command(UpdateKnowledgeBaseCommand.parse, data, caller=caller)
         )
         return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
 
@@ -106,7 +83,9 @@ class KnowledgeBaseController(Controller):
         use_case: FromDishka[DeleteKnowledgeBase],
         kb_id: Annotated[int, KB_ID],
     ) -> SuccessMessage:
-        report = await use_case.execute(DeleteKnowledgeBaseCommand(caller=caller, kb_id=kb_id))
+        report = await use_case.execute(
+            DeleteKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id)
+        )
         return SuccessMessage(
             success=True,
             message=f"Knowledge base deleted with {report.files_removed} file(s)",

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from dishka import FromDishka
 from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody, QueryParameter
-from msgspec import UNSET
 
 from application.use_cases.create_scheduled_task import (
     CreateScheduledTask,
@@ -29,7 +28,8 @@ from application.use_cases.update_scheduled_task import (
 )
 from domain.identity import Caller
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import TASK_ID, body_errors, errors
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import TASK_ID
 from entrypoints.http.schedule_schemas import (
     CreateTaskBody,
     RunListResponse,
@@ -41,9 +41,7 @@ from entrypoints.http.schedule_schemas import (
     TaskResponse,
     UpdateTaskBody,
 )
-from entrypoints.http.schemas import SuccessMessage
-
-UPDATABLE = ("agent_id", "name", "prompt", "cron", "timezone", "enabled")
+from entrypoints.http.schemas import SuccessMessage, command
 
 
 class ScheduledTaskController(Controller):
@@ -59,15 +57,7 @@ class ScheduledTaskController(Controller):
         use_case: FromDishka[CreateScheduledTask],
     ) -> TaskResponse:
         task = await use_case.execute(
-            CreateScheduledTaskCommand(
-                caller=caller,
-                agent_id=data.agent_id,
-                name=data.name,
-                prompt=data.prompt,
-                cron=data.cron,
-                timezone=data.timezone,
-                enabled=data.enabled,
-            )
+            command(CreateScheduledTaskCommand.parse, data, caller=caller)
         )
         return TaskResponse(success=True, task=TaskOut.of(task))
 
@@ -83,7 +73,9 @@ class ScheduledTaskController(Controller):
         use_case: FromDishka[ListScheduledTasks],
         task_id: Annotated[int | None, TASK_ID] = None,
     ) -> TaskResponse | TaskListResponse:
-        tasks = await use_case.execute(ListScheduledTasksQuery(caller=caller, task_id=task_id))
+        tasks = await use_case.execute(
+            ListScheduledTasksQuery.parse(caller=caller, task_id=task_id)
+        )
         if task_id is not None:
             return TaskResponse(success=True, task=TaskOut.of(tasks[0]))
         return TaskListResponse(success=True, tasks=[TaskOut.of(t) for t in tasks])
@@ -96,13 +88,8 @@ class ScheduledTaskController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[UpdateScheduledTask],
     ) -> TaskResponse:
-        fields: dict[str, Any] = {}
-        for name in UPDATABLE:
-            value = getattr(data, name)
-            if value is not UNSET:
-                fields[_camel(name)] = value
         task = await use_case.execute(
-            UpdateScheduledTaskCommand(caller=caller, task_id=data.task_id, fields=fields)
+            command(UpdateScheduledTaskCommand.parse, data, caller=caller)
         )
         return TaskResponse(success=True, task=TaskOut.of(task))
 
@@ -118,7 +105,7 @@ class ScheduledTaskController(Controller):
         use_case: FromDishka[DeleteScheduledTask],
         task_id: Annotated[int, TASK_ID],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteScheduledTaskCommand(caller=caller, task_id=task_id))
+        await use_case.execute(DeleteScheduledTaskCommand.parse(caller=caller, task_id=task_id))
         return SuccessMessage(success=True, message="Scheduled task deleted")
 
     @post(
@@ -135,9 +122,7 @@ class ScheduledTaskController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[RunScheduledTaskNow],
     ) -> RunResponse:
-        run = await use_case.execute(
-            RunScheduledTaskNowCommand(caller=caller, task_id=data.task_id)
-        )
+        run = await use_case.execute(command(RunScheduledTaskNowCommand.parse, data, caller=caller))
         return RunResponse(success=True, run=RunOut.of(run))
 
     @get("/runs", responses=errors(400, 403, 404), summary="A scheduled task's runs, newest first")
@@ -156,13 +141,8 @@ class ScheduledTaskController(Controller):
         ] = None,
     ) -> RunListResponse:
         page = await use_case.execute(
-            ListScheduledRunsQuery(caller=caller, task_id=task_id, limit=limit, cursor=cursor)
+            ListScheduledRunsQuery.parse(caller=caller, task_id=task_id, limit=limit, cursor=cursor)
         )
         return RunListResponse(
             success=True, runs=[RunOut.of(r) for r in page.runs], next_cursor=page.next_cursor
         )
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(part.title() for part in rest)

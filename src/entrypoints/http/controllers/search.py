@@ -13,8 +13,8 @@ from application.use_cases.search_knowledge_base import (
 )
 from domain.identity import Caller
 from entrypoints.http.injection import inject
+from entrypoints.http.knowledge_base_schemas import SearchBody, SearchResponse, SearchResultOut
 from entrypoints.http.openapi import body_errors
-from entrypoints.http.schemas import SearchBody, SearchResponse, SearchResultOut
 
 
 @post(
@@ -37,7 +37,9 @@ async def search_knowledge_bases(
     else:
         kb_ids = []
     results = await use_case.execute(
-        SearchKnowledgeBaseQuery(caller=caller, kb_ids=kb_ids, query=data.query, top_k=data.top_k)
+        SearchKnowledgeBaseQuery.parse(
+            caller=caller, kb_ids=kb_ids, query=data.query, top_k=data.top_k
+        )
     )
     return SearchResponse(
         success=True,

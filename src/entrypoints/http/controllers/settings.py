@@ -57,6 +57,8 @@ class OrgSettingsController(Controller):
         use_case: FromDishka[ReplaceOrgSettings],
     ) -> OrgSettingsResponse:
         view = await use_case.execute(
-            ReplaceOrgSettingsCommand(caller=caller, settings=msgspec.to_builtins(data.settings))
+            ReplaceOrgSettingsCommand.parse(
+                caller=caller, settings=msgspec.to_builtins(data.settings)
+            )
         )
         return OrgSettingsResponse.of(view)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from dishka import FromDishka
 from litestar import Controller, Request, Response, Router, delete, get, post, put
 from litestar.exceptions import HTTPException
-from litestar.params import JSONBody, QueryParameter
+from litestar.params import JSONBody
 
 from adapters.storage.disposition import attachment
 from application.use_cases.create_skill import CreateSkill, CreateSkillCommand
@@ -20,12 +20,14 @@ from application.use_cases.list_skills import ListSkills, ListSkillsQuery
 from application.use_cases.put_skill_file import PutSkillFile, PutSkillFileCommand
 from application.use_cases.soft_delete_skill import SoftDeleteSkill, SoftDeleteSkillCommand
 from application.use_cases.update_skill import UpdateSkill, UpdateSkillCommand
-from domain.errors import PayloadTooLarge
 from domain.identity import Caller
-from domain.skills import PATH_MAX, SkillLimits
+from domain.skills import INVALID_PATH, PATH_MAX, SkillLimits, is_skill_path
+from entrypoints.http.bodies import read_bounded
 from entrypoints.http.injection import inject
-from entrypoints.http.openapi import SKILL_ID, body_errors, errors
-from entrypoints.http.schemas import SuccessMessage
+from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.params import SKILL_ID
+from entrypoints.http.rules import ParamRule, RuledQuery
+from entrypoints.http.schemas import SuccessMessage, command
 from entrypoints.http.skill_schemas import (
     PATH_PATTERN,
     CreateSkillBody,
@@ -40,12 +42,13 @@ from entrypoints.http.skill_schemas import (
 )
 
 ZIP_TYPES = ("application/zip", "application/x-zip-compressed", "application/octet-stream")
-PATH = QueryParameter(
+PATH = RuledQuery(
     name="path",
     min_length=1,
     max_length=PATH_MAX,
     pattern=PATH_PATTERN,
     description="The file's path in the skill's folder, e.g. `scripts/extract.py`",
+    rule=ParamRule(INVALID_PATH, is_skill_path, "invalid path"),
 )
 # A bundled file is served for reading, never rendered on the service's origin.
 FILE_HEADERS = {
@@ -67,7 +70,7 @@ class SkillController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[CreateSkill],
     ) -> SkillResponse:
-        view = await use_case.execute(CreateSkillCommand(caller=caller, skill_md=data.skill_md))
+        view = await use_case.execute(command(CreateSkillCommand.parse, data, caller=caller))
         return SkillResponse(success=True, skill=SkillDetailOut.of_view(view))
 
     @get(
@@ -86,7 +89,7 @@ class SkillController(Controller):
         skill_id: Annotated[int | None, SKILL_ID] = None,
     ) -> SkillResponse | SkillListResponse:
         if skill_id is not None:
-            view = await get_skill.execute(GetSkillQuery(caller=caller, skill_id=skill_id))
+            view = await get_skill.execute(GetSkillQuery.parse(caller=caller, skill_id=skill_id))
             return SkillResponse(success=True, skill=SkillDetailOut.of_view(view))
         skills = await list_skills.execute(ListSkillsQuery(caller=caller))
         return SkillListResponse(success=True, skills=[SkillOut.of(s) for s in skills])
@@ -105,14 +108,7 @@ class SkillController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[UpdateSkill],
     ) -> SkillResponse:
-        view = await use_case.execute(
-            UpdateSkillCommand(
-                caller=caller,
-                skill_id=data.skill_id,
-                skill_md=data.skill_md,
-                expected_version=data.expected_version,
-            )
-        )
+        view = await use_case.execute(command(UpdateSkillCommand.parse, data, caller=caller))
         return SkillResponse(success=True, skill=SkillDetailOut.of_view(view))
 
     @delete(
@@ -130,7 +126,7 @@ class SkillController(Controller):
         use_case: FromDishka[SoftDeleteSkill],
         skill_id: Annotated[int, SKILL_ID],
     ) -> SuccessMessage:
-        await use_case.execute(SoftDeleteSkillCommand(caller=caller, skill_id=skill_id))
+        await use_case.execute(SoftDeleteSkillCommand.parse(caller=caller, skill_id=skill_id))
         return SuccessMessage(success=True, message="Skill deleted")
 
     @post(
@@ -146,15 +142,7 @@ class SkillController(Controller):
         caller: FromDishka[Caller],
         use_case: FromDishka[PutSkillFile],
     ) -> SkillFileResponse:
-        file = await use_case.execute(
-            PutSkillFileCommand(
-                caller=caller,
-                skill_id=data.skill_id,
-                path=data.path,
-                content=data.content,
-                content_type=data.content_type,
-            )
-        )
+        file = await use_case.execute(command(PutSkillFileCommand.parse, data, caller=caller))
         return SkillFileResponse(success=True, file=SkillFileOut.of(file))
 
     @get(
@@ -173,7 +161,7 @@ class SkillController(Controller):
         path: Annotated[str, PATH],
     ) -> Response[bytes]:
         found = await use_case.execute(
-            GetSkillFileQuery(caller=caller, skill_id=skill_id, path=path)
+            GetSkillFileQuery.parse(caller=caller, skill_id=skill_id, path=path)
         )
         name = found.file.path.rsplit("/", 1)[-1]
         return Response(
@@ -200,7 +188,9 @@ class SkillController(Controller):
         skill_id: Annotated[int, SKILL_ID],
         path: Annotated[str, PATH],
     ) -> SuccessMessage:
-        await use_case.execute(DeleteSkillFileCommand(caller=caller, skill_id=skill_id, path=path))
+        await use_case.execute(
+            DeleteSkillFileCommand.parse(caller=caller, skill_id=skill_id, path=path)
+        )
         return SuccessMessage(success=True, message="File deleted")
 
     @post(
@@ -227,24 +217,10 @@ class SkillController(Controller):
                 status_code=415,
                 detail="Send the archive as application/zip or application/octet-stream",
             )
-        archive = await _read_body(request, limits.max_total_bytes)
+        # An archive is never larger than what it may hold once decompressed.
+        archive = await read_bounded(request, limits.max_total_bytes, "A skill archive")
         view = await use_case.execute(ImportSkillCommand(caller=caller, archive=archive))
         return SkillResponse(success=True, skill=SkillDetailOut.of_view(view))
-
-
-async def _read_body(request: Request[Any, Any, Any], limit: int) -> bytes:
-    """The body, refused (413) as soon as it passes `limit` bytes: an archive is never larger
-    than what it may hold once decompressed."""
-    too_large = PayloadTooLarge(f"A skill archive may be at most {limit} bytes")
-    length = request.headers.get("content-length", "")
-    if length.isdigit() and int(length) > limit:
-        raise too_large
-    received = bytearray()
-    async for chunk in request.stream():
-        received += chunk
-        if len(received) > limit:
-            raise too_large
-    return bytes(received)
 
 
 def skill_router(limits: SkillLimits) -> Router:

@@ -19,8 +19,9 @@ from application.use_cases.create_upload import CreateUpload, CreateUploadComman
 from domain.errors import Invalid
 from domain.identity import Caller
 from entrypoints.http.injection import inject
+from entrypoints.http.knowledge_base_schemas import PresignBody, PresignResponse, UploadReceipt
 from entrypoints.http.openapi import errors
-from entrypoints.http.schemas import PresignBody, PresignResponse, UploadReceipt
+from entrypoints.http.schemas import command
 
 _LENGTH = re.compile(r"[0-9]{1,19}")
 
@@ -36,14 +37,7 @@ _LENGTH = re.compile(r"[0-9]{1,19}")
 async def presign_upload(
     data: JSONBody[PresignBody], caller: FromDishka[Caller], use_case: FromDishka[CreateUpload]
 ) -> PresignResponse:
-    prepared = await use_case.execute(
-        CreateUploadCommand(
-            caller=caller,
-            file_name=data.file_name,
-            content_type=data.content_type,
-            file_size=data.file_size,
-        )
-    )
+    prepared = await use_case.execute(command(CreateUploadCommand.parse, data, caller=caller))
     return PresignResponse.of(prepared)
 
 

@@ -1,0 +1,110 @@
+"""Bodies of `/chat`: the message sent and the answers of the polling, resuming and cancelling
+routes. msgspec Structs, camelCase on the wire."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from msgspec import Meta
+
+from domain.agents import AGENT_ID_REQUIRED
+from domain.conversations import (
+    MAX_MESSAGES,
+    MAX_PARTS,
+    MAX_TEXT,
+    MAX_TITLE,
+    THREAD_ID_INVALID,
+    UPSTREAM_INVALID,
+)
+from entrypoints.http.rules import TYPE, Rule
+from entrypoints.http.schemas import (
+    NO_NUL,
+    NOT_BLANK,
+    ONE_LINE,
+    Camel,
+    PositiveId,
+    Uuid,
+    documented,
+)
+
+# http(s) or data: URLs only, whatever the scheme's case (`domain.conversations`).
+FILE_URL = r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$"
+TEXT_PART = {
+    "type": "object",
+    "required": ["type", "text"],
+    "properties": {
+        "type": {"type": "string", "enum": ["text"]},
+        "text": {"type": "string", "maxLength": MAX_TEXT, "pattern": NOT_BLANK},
+    },
+}
+FILE_PART = {
+    "type": "object",
+    "required": ["type", "url", "mediaType"],
+    "properties": {
+        "type": {"type": "string", "enum": ["file"]},
+        "url": {
+            "type": "string",
+            "pattern": r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$",
+        },
+        "mediaType": {"type": "string", "pattern": r"^[^\u0000]*/[^\u0000]*$"},
+        "filename": {"type": "string", "pattern": NO_NUL},
+    },
+}
+USER_MESSAGE = {
+    "type": "object",
+    "required": ["role", "parts"],
+    "properties": {
+        "role": {"type": "string", "enum": ["user"]},
+        "parts": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_PARTS,
+            "items": {"oneOf": [TEXT_PART, FILE_PART]},
+        },
+    },
+}
+
+
+class ChatBody(Camel):
+    rules = (
+        Rule("messages", "messages must be a non-empty array"),
+        Rule("agentId", AGENT_ID_REQUIRED),
+        Rule("threadId", THREAD_ID_INVALID),
+        Rule("title", "title must be a string", TYPE, "expected a string"),
+        Rule("upstreamConversationId", UPSTREAM_INVALID),
+    )
+
+    messages: Annotated[
+        list[dict[str, Any]],
+        Meta(
+            min_length=1,
+            description="The message sent, last (earlier ones are ignored: the thread holds "
+            "them): role `user`, text parts and file parts",
+            extra_json_schema={"extra": {"maxItems": MAX_MESSAGES, "items": USER_MESSAGE}},
+        ),
+    ]
+    agent_id: PositiveId
+    thread_id: Uuid | None = None
+    upstream_conversation_id: Uuid | None = None
+    title: (
+        Annotated[
+            str,
+            Meta(
+                description="Creation only: 1 to 120 characters after trimming, one line",
+                extra_json_schema=documented(ONE_LINE, maxLength=MAX_TITLE),
+            ),
+        ]
+        | None
+    ) = None
+
+
+class ChatAccepted(Camel):
+    thread_id: str
+    status: str
+
+
+class CancelResponse(Camel):
+    success: bool
+    thread_id: str
+    cancelled: bool
+    stream_status: str | None
