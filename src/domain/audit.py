@@ -16,6 +16,8 @@ SETTINGS_SAVED = "settings.saved"
 DEFAULT_AUDIT_PAGE = 50
 MAX_AUDIT_PAGE = 100
 AUDIT_LIMIT_INVALID = f"limit must be an integer from 1 to {MAX_AUDIT_PAGE}"
+MAX_AUDIT_CURSOR = 40
+"""The longest `nextCursor` the audit log hands out (and takes back)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -32,7 +32,7 @@ from application.use_cases.list_knowledge_bases import ListKnowledgeBases, ListK
 from domain.errors import DomainError
 from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
-from domain.knowledge_bases import EMAIL_SOURCE, KB_ID_REQUIRED, KB_NOT_FOUND
+from domain.knowledge_bases import EMAIL_SOURCE, KB_NOT_FOUND, parse_kb_id
 from entrypoints.cli_skills import run_skills
 from entrypoints.cli_tasks import add_task_commands, run_tasks
 from entrypoints.config import ConfigError, Settings
@@ -267,16 +267,17 @@ async def _add_files(request: AsyncContainer, caller: Caller, args: argparse.Nam
     from rich.console import Console
 
     console = Console(stderr=True)
+    kb_id = parse_kb_id(args.kb)
     added: list[KnowledgeBaseFile] = []
     failed = 0
     for path in _expand(args.paths):
         try:
-            added.append(await _add_file(request, caller, path, args.kb))
+            added.append(await _add_file(request, caller, path, kb_id))
         except OSError as error:
             failed += 1
             console.print(f"[red]cannot read {path}: {error.strerror}[/red]")
         except DomainError as error:
-            if not added and error.message in (KB_ID_REQUIRED, KB_NOT_FOUND):
+            if not added and error.message == KB_NOT_FOUND:
                 raise
             failed += 1
             console.print(f"[red]{path}: {error.message}[/red]")
@@ -298,7 +299,7 @@ async def _add_files(request: AsyncContainer, caller: Caller, args: argparse.Nam
         return 1 if failed else 0
     settings = await request.get(Settings)
     database = await request.get(Database)
-    final = await _follow(settings, database, caller, int(args.kb), added, console)
+    final = await _follow(settings, database, caller, kb_id, added, console)
     _summary(final, console)
     ok = all(f.processing_status == ProcessingStatus.COMPLETED for f in final)
     return 0 if ok and not failed else 1
@@ -374,7 +375,7 @@ def _summary(files: list[KnowledgeBaseFileOut], console: Any) -> None:
 
 
 async def _add_file(
-    request: AsyncContainer, caller: Caller, path: Path, kb_id: str
+    request: AsyncContainer, caller: Caller, path: Path, kb_id: int
 ) -> KnowledgeBaseFile:
     data = await asyncio.to_thread(path.read_bytes)
     content_type = mimetypes.guess_type(path.name)[0] or "application/octet-stream"

@@ -3,7 +3,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from application.ports.audit_log import AuditLog
-from domain.audit import AUDIT_LIMIT_INVALID, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE, AuditEntry
+from domain.audit import (
+    AUDIT_LIMIT_INVALID,
+    DEFAULT_AUDIT_PAGE,
+    MAX_AUDIT_CURSOR,
+    MAX_AUDIT_PAGE,
+    AuditEntry,
+)
 from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
@@ -68,7 +74,7 @@ def _encode(entry_id: int) -> str:
 
 
 def _decode(cursor: object) -> int:
-    parts = decode_cursor(cursor, longest=40)
+    parts = decode_cursor(cursor, longest=MAX_AUDIT_CURSOR)
     if len(parts) != 2 or parts[0] != "a" or type(parts[1]) is not int:
         raise invalid_cursor()
     if not 0 < parts[1] < 2**63:

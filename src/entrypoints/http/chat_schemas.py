@@ -44,7 +44,7 @@ FILE_PART = {
         "type": {"type": "string", "enum": ["file"]},
         "url": {
             "type": "string",
-            "pattern": r"^([hH][tT][tT][pP][sS]?|[dD][aA][tT][aA]):[^\u0000]*$",
+            "pattern": FILE_URL,
         },
         "mediaType": {"type": "string", "pattern": r"^[^\u0000]*/[^\u0000]*$"},
         "filename": {"type": "string", "pattern": NO_NUL},

@@ -16,6 +16,7 @@ from domain.members import (
     INVITATION_ID,
     MAX_EMAIL,
     MAX_EXPIRY_DAYS,
+    MAX_METADATA_BYTES,
     MAX_REMOVALS,
     METADATA_INVALID,
     MIN_EMAIL,
@@ -61,7 +62,10 @@ class UpdateMetadataBody(Camel):
     user_id: UserId
     metadata: Annotated[
         dict[str, Any],
-        Meta(description="Any JSON object, at most 64 KiB once encoded; replaces the old whole"),
+        Meta(
+            description=f"Any JSON object, at most {MAX_METADATA_BYTES // 1024} KiB once "
+            "encoded; replaces the old whole"
+        ),
     ]
 
 

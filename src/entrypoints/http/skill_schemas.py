@@ -13,6 +13,7 @@ from domain.skills import (
     CONTENT_INVALID,
     EXPECTED_VERSION_INVALID,
     INVALID_PATH,
+    MAX_SKILL_MD_BYTES,
     PATH_MAX,
     SKILL_ID_REQUIRED,
     Skill,
@@ -22,7 +23,7 @@ from domain.text import required
 from entrypoints.http.rules import ABSENT, Rule
 from entrypoints.http.schemas import NOT_BLANK, Camel, MimeType, PositiveId, documented
 
-SKILL_MD_LIMIT = "at most 256 KiB of UTF-8"
+SKILL_MD_LIMIT = f"at most {MAX_SKILL_MD_BYTES // 1024} KiB of UTF-8"
 SkillMd = Annotated[
     str,
     Meta(

@@ -19,7 +19,12 @@ from application.use_cases.replace_user_metadata import (
     ReplaceUserMetadata,
     ReplaceUserMetadataCommand,
 )
-from domain.audit import AUDIT_LIMIT_INVALID, DEFAULT_AUDIT_PAGE, MAX_AUDIT_PAGE
+from domain.audit import (
+    AUDIT_LIMIT_INVALID,
+    DEFAULT_AUDIT_PAGE,
+    MAX_AUDIT_CURSOR,
+    MAX_AUDIT_PAGE,
+)
 from domain.identity import Caller
 from entrypoints.http.injection import inject
 from entrypoints.http.member_schemas import (
@@ -51,7 +56,9 @@ LIMIT = RuledQuery(
     description=f"Entries per page ({DEFAULT_AUDIT_PAGE})",
     rule=ParamRule(AUDIT_LIMIT_INVALID, limit(MAX_AUDIT_PAGE), "out of range"),
 )
-CURSOR = QueryParameter(name="cursor", max_length=40, description="`nextCursor` of a page")
+CURSOR = QueryParameter(
+    name="cursor", max_length=MAX_AUDIT_CURSOR, description="`nextCursor` of a page"
+)
 
 
 class AdminController(Controller):

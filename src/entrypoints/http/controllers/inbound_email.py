@@ -29,6 +29,7 @@ from application.use_cases.ingest_inbound_email import (
 )
 from application.use_cases.route_inbound_email import RouteInboundEmail, RouteInboundEmailCommand
 from domain.identity import Caller, Identity
+from domain.inbound_email import MAX_HEADER_TEXT
 from domain.uploads import UploadPolicy
 from entrypoints.http.bodies import read_bounded
 from entrypoints.http.injection import inject
@@ -127,7 +128,7 @@ async def inbound_email(
         QueryParameter(
             description="The address the message was delivered to; without it the message's "
             "Delivered-To, X-Original-To, To and Cc are tried in that order",
-            max_length=998,
+            max_length=MAX_HEADER_TEXT,
         ),
     ] = None,
 ) -> Response[InboundEmailReceipt]:
