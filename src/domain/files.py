@@ -136,7 +136,8 @@ class NewFile:
         file_size: object = None,
         user_metadata: object = None,
     ) -> NewFile:
-        """An association's fields (upload step 3, spec 4.3), checked in this order:
+        """An association's fields (upload step 3, agent-platform-api.md §4.3), checked in this
+        order:
         1. fileId, fileName, fileKey, contentKey and contentType are all present and non-empty,
            else 400 "File ID, name, file key, content key, and content type are required";
         2. kbId is a positive integer, else 400 "Valid knowledge base ID is required";

@@ -169,7 +169,8 @@ def body_markdown(email: ParsedEmail) -> str:
 
 
 def email_metadata(email_id: str, email: ParsedEmail) -> dict[str, Any]:
-    """The `userMetadata` of every file made from one message (spec 2.1), linking them."""
+    """The `userMetadata` of every file made from one message (agent-platform-api.md §2.1), linking
+    them."""
     return {
         "emailId": email_id,
         "emailSubject": email.subject,

@@ -1,5 +1,6 @@
 """Members of an organization as its administrators see them: user ids, organization-scoped
-metadata (spec 2.4), removals (spec 3.2, 4.9, 4.10) and invitations."""
+metadata (agent-platform-api.md §2.4), removals (agent-platform-api.md §3.2, §4.9, §4.10) and
+invitations."""
 
 from __future__ import annotations
 
@@ -40,8 +41,8 @@ METADATA_INVALID = "metadata must be a JSON object"
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Member:
-    """A member of one organization (spec 2.4): `public_metadata` belongs to this membership
-    only."""
+    """A member of one organization (agent-platform-api.md §2.4): `public_metadata` belongs to this
+    membership only."""
 
     id: str
     email: str | None
@@ -75,7 +76,8 @@ class Invitation:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Outcome:
-    """How one entry of a removal went (spec 2.7): `error` is None when it succeeded."""
+    """How one entry of a removal went (agent-platform-api.md §2.7): `error` is None when it
+    succeeded."""
 
     id: str
     error: str | None = None
@@ -108,8 +110,8 @@ def check_user_id(value: object) -> str:
 
 
 def check_metadata(value: object) -> dict[str, Any]:
-    """Organization-scoped metadata (spec 2.4 rules 2 and 3): a JSON object of any JSON values,
-    at most 64 KiB once encoded, holding only text PostgreSQL can store."""
+    """Organization-scoped metadata (agent-platform-api.md §2.4 rules 2 and 3): a JSON object of any
+    JSON values, at most 64 KiB once encoded, holding only text PostgreSQL can store."""
     if not isinstance(value, dict):
         raise Invalid(METADATA_INVALID, [field_error("metadata", "expected an object")])
     check_storable_json(value, "metadata")

@@ -1,5 +1,5 @@
-"""An organization's settings (spec 2.3): the service agent switch, the default agent, spend
-caps, the console sidebar's pinned apps and links, and the feedback modal's HTML.
+"""An organization's settings (agent-platform-api.md §2.3): the service agent switch, the default
+agent, spend caps, the console sidebar's pinned apps and links, and the feedback modal's HTML.
 
 The settings are one JSON object, saved and replaced whole; a key left out takes its default.
 Validation reads the decoded JSON as sent and names every breach in `details`, each with its

@@ -1,4 +1,4 @@
-"""Background conversation titles (spec 4.13 rules 2 and 3) with fakes."""
+"""Background conversation titles (agent-platform-api.md §4.13 rules 2 and 3) with fakes."""
 
 from __future__ import annotations
 

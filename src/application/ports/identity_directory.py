@@ -20,10 +20,10 @@ class IdentityDirectory(Protocol):
     """The members and invitations of an organization, as its identity provider keeps them:
     a local directory in Postgres (the embedded default) or the provider's own API (Clerk).
 
-    Every method is scoped to one organization and never touches another's members. A user
-    who is not a member is reported (None, False), never raised. Failures of the provider
-    itself raise `DirectoryUnavailable`. Removal deletes the membership with its
-    organization-scoped metadata (spec 2.4 rule 4): a later re-addition starts empty.
+    Every method is scoped to one organization and never touches another's members. A user who is
+    not a member is reported (None, False), never raised. Failures of the provider itself raise
+    `DirectoryUnavailable`. Removal deletes the membership with its organization-scoped metadata
+    (agent-platform-api.md §2.4 rule 4): a later re-addition starts empty.
     """
 
     async def list_members(self, org_id: str) -> list[Member]:

@@ -31,8 +31,8 @@ class SkillFileNotDeleted(Exception):
 
 
 class DeleteSkillFile:
-    """Delete a bundled file of an active skill of the caller's organization (spec 4.6), from
-    storage and from the database.
+    """Delete a bundled file of an active skill of the caller's organization (agent-platform-api.md
+    §4.6), from storage and from the database.
 
     Rules: any member may. SKILL.md is refused (400: it is replaced, never deleted); an
     unknown path is 404 "File not found". The object is deleted first, the record in the same

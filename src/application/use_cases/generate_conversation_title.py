@@ -53,7 +53,7 @@ class GenerateConversationTitleCommand:
 
 
 class GenerateConversationTitle:
-    """Name a new conversation in the background (spec 4.13, title rules 2 and 3).
+    """Name a new conversation in the background (agent-platform-api.md §4.13, title rules 2 and 3).
 
     Rules: only a conversation whose title is still the `fallback` at the version the job was
     queued with is named; a rename (even one clearing the title) moves the version, so a

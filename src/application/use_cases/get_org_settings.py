@@ -38,7 +38,7 @@ async def spend_status(
 
 
 class GetOrgSettings:
-    """Read the organization's settings (spec 4.8) and its spend against its caps.
+    """Read the organization's settings (agent-platform-api.md §4.8) and its spend against its caps.
 
     Rules: the caller needs administrative console access, `org:admin` or the permission
     `org:console:access` (403 otherwise). An organization that never saved gets the defaults

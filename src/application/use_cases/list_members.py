@@ -14,7 +14,7 @@ class ListMembersQuery:
 
 class ListMembers:
     """Every current member of the caller's organization, with their organization-scoped
-    metadata (spec 4.11). Only admins may list them (403 otherwise)."""
+    metadata (agent-platform-api.md §4.11). Only admins may list them (403 otherwise)."""
 
     def __init__(self, directory: IdentityDirectory) -> None:
         self._directory = directory

@@ -58,7 +58,8 @@ class Removals:
 
 
 class RemoveMembers:
-    """Remove members from the caller's organization and revoke invitations (spec 4.9, 4.10).
+    """Remove members from the caller's organization and revoke invitations (agent-platform-api.md
+    §4.9, §4.10).
 
     Rules: only admins (403); the ids are parsed as `RemoveMembersCommand.parse` says, and a
     request they refuse does nothing. Each entry is independent: a user who is not

@@ -33,7 +33,7 @@ class ReplaceOrgSettingsCommand:
 
 
 class ReplaceOrgSettings:
-    """Replace the organization's settings whole (spec 2.3, `PUT /orgSettings`).
+    """Replace the organization's settings whole (agent-platform-api.md §2.3, `PUT /orgSettings`).
 
     Rules: only admins (403). The object was checked whole by `ReplaceOrgSettingsCommand.parse`
     (see `domain.org_settings`): a key left out takes its default, an unknown key is refused,

@@ -29,7 +29,7 @@ class ReplaceUserMetadataCommand:
 
 
 class ReplaceUserMetadata:
-    """Replace a member's organization-scoped metadata (spec 4.12 and 2.4).
+    """Replace a member's organization-scoped metadata (agent-platform-api.md §4.12 and §2.4).
 
     Rules: only admins (403). The metadata belongs to this membership
     only and is replaced whole, never merged. A user who is not a member of the caller's

@@ -23,7 +23,7 @@ class SoftDeleteSkillCommand:
 
 
 class SoftDeleteSkill:
-    """Soft-delete a skill of the caller's organization (spec 3.2).
+    """Soft-delete a skill of the caller's organization (agent-platform-api.md §3.2).
 
     Rules: any member may. A missing, foreign or already deleted skill is 404 "Skill not
     found". The skill

@@ -199,7 +199,7 @@ class KnowledgeBaseListResponse(Camel):
 
 
 class AssociateFileBody(Camel):
-    """Upload step 3 (the specification's 4.3): the six fields from steps 1 and 2 are
+    """Upload step 3 (agent-platform-api.md §4.3): the six fields from steps 1 and 2 are
     required."""
 
     rules = (

@@ -1,4 +1,4 @@
-"""Request and response bodies of `/orgSettings` (spec 2.3 and 4.8).
+"""Request and response bodies of `/orgSettings` (agent-platform-api.md §2.3 and §4.8).
 
 The request's `settings` is checked by the domain's own rules at the edge (`OrgSettingsBody.check`,
 run by `validation.check_request` in place of field-by-field rules), so that every breach is

@@ -80,7 +80,7 @@ class AdminController(Controller):
         "/updateUserMetadata",
         status_code=200,
         responses=body_errors(403, 405),
-        summary="Replace a member's organization-scoped metadata (spec 4.12)",
+        summary="Replace a member's organization-scoped metadata",
     )
     @inject
     async def update_metadata(

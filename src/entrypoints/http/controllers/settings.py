@@ -1,4 +1,5 @@
-"""`/orgSettings`: the organization's settings and its spend against its caps (spec 4.8)."""
+"""`/orgSettings`: the organization's settings and its spend against its caps (agent-platform-api.md
+§4.8)."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ class SkillController(Controller):
         responses=errors(400, 404),
         summary="Soft-delete a skill",
         description="The skill leaves every listing and can no longer be read, changed or "
-        "loaded by agents; its bundled files stay in storage (spec 3.2).",
+        "loaded by agents; its bundled files stay in storage.",
     )
     @inject
     async def remove(
@@ -178,7 +178,7 @@ class SkillController(Controller):
         "/files",
         status_code=200,
         responses=errors(400, 404),
-        summary="Delete a bundled file of a skill (spec 4.6)",
+        summary="Delete a bundled file of a skill",
     )
     @inject
     async def remove_file(
