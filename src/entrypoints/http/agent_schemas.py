@@ -17,7 +17,6 @@ from domain.agents import (
     TAG_COLOR,
     TAG_COLOR_INVALID,
     Agent,
-    AgentTag,
     linked_ids_invalid,
 )
 from entrypoints.http.rules import (
@@ -86,10 +85,6 @@ class AgentTagOut(Camel):
     name: str
     color: str | None
 
-    @classmethod
-    def of(cls, tag: AgentTag) -> AgentTagOut:
-        return cls(id=tag.id, name=tag.name, color=tag.color)
-
 
 class AgentOut(Camel):
     id: int
@@ -106,19 +101,7 @@ class AgentOut(Camel):
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:
-        return cls(
-            id=agent.id,
-            name=agent.name,
-            description=agent.description,
-            role=agent.role,
-            model=agent.model,
-            knowledge_base_ids=agent.knowledge_base_ids,
-            skill_ids=agent.skill_ids,
-            tags=[AgentTagOut.of(tag) for tag in agent.tags],
-            created_at=agent.created_at,
-            updated_at=agent.updated_at,
-            user_id=agent.user_id,
-        )
+        return cls.from_entity(agent, tags=AgentTagOut.from_entities(agent.tags))
 
 
 class AgentResponse(Camel):

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 from msgspec import Meta
 
 from application.use_cases.get_conversation import ConversationWithMessages
-from domain.conversations import MAX_TITLE, THREAD_ID_INVALID, Conversation, StoredMessage
+from domain.conversations import MAX_TITLE, THREAD_ID_INVALID
 from domain.text import required
 from entrypoints.http.rules import Rule
 from entrypoints.http.schemas import ONE_LINE, Camel, Uuid, documented
@@ -20,12 +20,6 @@ class MessageOut(Camel):
     parts: list[dict[str, Any]]
     created_at: datetime
 
-    @classmethod
-    def of(cls, message: StoredMessage) -> MessageOut:
-        return cls(
-            id=message.id, role=message.role, parts=message.parts, created_at=message.created_at
-        )
-
 
 class ConversationOut(Camel):
     thread_id: str
@@ -35,18 +29,6 @@ class ConversationOut(Camel):
     upstream_conversation_id: str | None
     created_at: datetime
     updated_at: datetime
-
-    @classmethod
-    def of(cls, c: Conversation) -> ConversationOut:
-        return cls(
-            thread_id=c.thread_id,
-            agent_id=c.agent_id,
-            title=c.title,
-            stream_status=c.stream_status.value if c.stream_status else None,
-            upstream_conversation_id=c.upstream_conversation_id,
-            created_at=c.created_at,
-            updated_at=c.updated_at,
-        )
 
 
 class ConversationDetailOut(Camel):
@@ -63,17 +45,8 @@ class ConversationDetailOut(Camel):
 
     @classmethod
     def of(cls, found: ConversationWithMessages) -> ConversationDetailOut:
-        c = found.conversation
-        return cls(
-            thread_id=c.thread_id,
-            agent_id=c.agent_id,
-            title=c.title,
-            stream_status=c.stream_status.value if c.stream_status else None,
-            upstream_conversation_id=c.upstream_conversation_id,
-            messages=[MessageOut.of(m) for m in found.messages],
-            created_at=c.created_at,
-            updated_at=c.updated_at,
-        )
+        messages = MessageOut.from_entities(found.messages)
+        return cls.from_entity(found.conversation, messages=messages)
 
 
 class ConversationListResponse(Camel):

@@ -4,7 +4,6 @@ Structs, camelCase, each request's `rules` giving its fields' messages from the 
 from __future__ import annotations
 
 from datetime import datetime
-from operator import attrgetter
 from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, UnsetType
@@ -37,7 +36,6 @@ from domain.knowledge_bases import (
     MAX_DESCRIPTION,
     MAX_NAME,
     SOURCE_INVALID,
-    KnowledgeBaseSummary,
 )
 from domain.models import DIMENSIONS_INVALID, EMBEDDING_PROVIDERS, MAX_EMBEDDING_DIMENSIONS
 from domain.text import INVISIBLE, character_class, required
@@ -169,20 +167,6 @@ class KnowledgeBaseOut(Camel):
     status: str
     chunk_size: int
     chunk_overlap: int
-
-    @classmethod
-    def of(cls, summary: KnowledgeBaseSummary) -> KnowledgeBaseOut:
-        return cls(*_KB_FIELDS(summary))
-
-    @classmethod
-    def of_all(cls, summaries: list[KnowledgeBaseSummary]) -> list[KnowledgeBaseOut]:
-        return [cls(*_KB_FIELDS(summary)) for summary in summaries]
-
-
-# The domain's attributes of the same names, in the struct's order: the entities are typed
-# already, and a listing builds one struct per row (`convert(from_attributes=True)` checks
-# each value again, at twice the cost).
-_KB_FIELDS = attrgetter(*KnowledgeBaseOut.__struct_fields__)
 
 
 class KnowledgeBaseResponse(Camel):

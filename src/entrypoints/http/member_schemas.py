@@ -7,7 +7,6 @@ from typing import Annotated, Any, Literal
 
 from msgspec import Meta
 
-from domain.audit import AuditEntry
 from domain.members import (
     DEFAULT_EXPIRY_DAYS,
     EMAIL,
@@ -23,8 +22,6 @@ from domain.members import (
     ROLE_INVALID,
     USER_ID,
     USER_ID_INVALID,
-    Invitation,
-    Member,
     Outcome,
 )
 from entrypoints.http.rules import Rule
@@ -124,18 +121,6 @@ class MemberOut(Camel):
     public_metadata: dict[str, Any]
     last_sign_in_at: datetime | None
     role: str | None
-
-    @classmethod
-    def of(cls, member: Member) -> MemberOut:
-        return cls(
-            id=member.id,
-            email=member.email,
-            first_name=member.first_name,
-            last_name=member.last_name,
-            public_metadata=member.public_metadata,
-            last_sign_in_at=member.last_sign_in_at,
-            role=member.role,
-        )
 
 
 class UpdatedUser(Camel):
@@ -238,18 +223,6 @@ class InvitationOut(Camel):
     created_at: datetime
     expires_at: datetime
 
-    @classmethod
-    def of(cls, invitation: Invitation) -> InvitationOut:
-        return cls(
-            id=invitation.id,
-            email=invitation.email,
-            role=invitation.role,
-            status=invitation.status.value,
-            inviter_user_id=invitation.inviter_user_id,
-            created_at=invitation.created_at,
-            expires_at=invitation.expires_at,
-        )
-
 
 class InvitationResponse(Camel):
     success: bool
@@ -269,18 +242,6 @@ class AuditEntryOut(Camel):
     target_type: str
     target_id: str
     details: dict[str, Any]
-
-    @classmethod
-    def of(cls, entry: AuditEntry) -> AuditEntryOut:
-        return cls(
-            id=entry.id,
-            at=entry.at,
-            actor_user_id=entry.actor_user_id,
-            action=entry.action,
-            target_type=entry.target_type,
-            target_id=entry.target_id,
-            details=entry.details,
-        )
 
 
 class AuditLogResponse(Camel):

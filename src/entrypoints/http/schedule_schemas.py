@@ -7,7 +7,7 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
 
-from domain.schedules import MAX_CRON, MAX_PROMPT, MAX_TASK_NAME, ScheduledRun, ScheduledTask
+from domain.schedules import MAX_CRON, MAX_PROMPT, MAX_TASK_NAME
 from entrypoints.http.schemas import NOT_BLANK, ONE_LINE, Camel, PositiveId, documented
 
 TaskName = Annotated[
@@ -75,24 +75,6 @@ class TaskOut(Camel):
     updated_at: datetime
     user_id: str
 
-    @classmethod
-    def of(cls, task: ScheduledTask) -> TaskOut:
-        return cls(
-            id=task.id,
-            agent_id=task.agent_id,
-            name=task.name,
-            prompt=task.prompt,
-            cron=task.cron,
-            timezone=task.timezone,
-            enabled=task.enabled,
-            next_run_at=task.next_run_at,
-            last_run_at=task.last_run_at,
-            last_run_status=task.last_run_status.value if task.last_run_status else None,
-            created_at=task.created_at,
-            updated_at=task.updated_at,
-            user_id=task.user_id,
-        )
-
 
 class RunOut(Camel):
     id: str
@@ -103,19 +85,6 @@ class RunOut(Camel):
     error: str | None
     started_at: datetime | None
     finished_at: datetime | None
-
-    @classmethod
-    def of(cls, run: ScheduledRun) -> RunOut:
-        return cls(
-            id=run.id,
-            task_id=run.task_id,
-            scheduled_for=run.scheduled_for,
-            status=run.status.value,
-            thread_id=run.thread_id,
-            error=run.error,
-            started_at=run.started_at,
-            finished_at=run.finished_at,
-        )
 
 
 class TaskResponse(Camel):

@@ -5,8 +5,10 @@ live in its own `<feature>_schemas` module, with the rules that give their field
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any, ClassVar, TypeVar
+from collections.abc import Callable, Iterable
+from functools import cache
+from operator import attrgetter
+from typing import Annotated, Any, ClassVar, Self, TypeVar
 
 from msgspec import UNSET, Meta, Struct
 
@@ -91,9 +93,35 @@ C = TypeVar("C")
 class Camel(Struct, rename="camel", forbid_unknown_fields=False):
     """A body or response, camelCase on the wire. A request body's `rules` give the messages of
     its fields' decoding failures, in the order its command's parsing checks them; a body whose
-    rules the domain states whole has a static `check(body: bytes)` instead (`validation`)."""
+    rules the domain states whole has a static `check(body: bytes)` instead (`validation`). A
+    response is built `from_entity`, the domain's value it shows."""
 
     rules: ClassVar[tuple[Rule, ...]] = ()
+
+    @classmethod
+    def from_entity(cls, entity: object, **given: Any) -> Self:
+        """The struct with `entity`'s attributes of its fields' names, `given` in place of some.
+        Nothing is converted again: the domain's values are typed already (an enum is written as
+        its value)."""
+        if given:
+            names = (name for name in cls.__struct_fields__ if name not in given)
+            return cls(**{name: getattr(entity, name) for name in names}, **given)
+        return cls(*_attributes(cls)(entity))
+
+    @classmethod
+    def from_entities(cls, entities: Iterable[object]) -> list[Self]:
+        """`from_entity` of each, for a listing."""
+        values = _attributes(cls)
+        return [cls(*values(entity)) for entity in entities]
+
+
+@cache
+def _attributes(struct: type[Struct]) -> Callable[[object], tuple[Any, ...]]:
+    names = struct.__struct_fields__
+    if len(names) == 1:
+        (name,) = names
+        return lambda entity: (getattr(entity, name),)
+    return attrgetter(*names)
 
 
 class Closed(Camel, forbid_unknown_fields=True):

@@ -17,7 +17,6 @@ from domain.skills import (
     PATH_MAX,
     SKILL_ID_REQUIRED,
     Skill,
-    SkillFile,
 )
 from domain.text import required
 from entrypoints.http.rules import ABSENT, Rule
@@ -105,16 +104,6 @@ class SkillFileOut(Camel):
     sha256: str
     updated_at: datetime
 
-    @classmethod
-    def of(cls, file: SkillFile) -> SkillFileOut:
-        return cls(
-            path=file.path,
-            size=file.size,
-            content_type=file.content_type,
-            sha256=file.sha256,
-            updated_at=file.updated_at,
-        )
-
 
 class SkillOut(Camel):
     id: int
@@ -144,7 +133,7 @@ class SkillDetailOut(SkillOut):
         return cls(
             **_record(view.skill),
             skill_md=view.skill.skill_md,
-            files=[SkillFileOut.of(f) for f in view.files],
+            files=SkillFileOut.from_entities(view.files),
         )
 
 

@@ -74,7 +74,7 @@ class AdminController(Controller):
     async def members(
         self, caller: FromDishka[Caller], use_case: FromDishka[ListMembers]
     ) -> list[MemberOut]:
-        return [MemberOut.of(m) for m in await use_case.execute(ListMembersQuery(caller=caller))]
+        return MemberOut.from_entities(await use_case.execute(ListMembersQuery(caller=caller)))
 
     @post(
         "/updateUserMetadata",
@@ -94,13 +94,7 @@ class AdminController(Controller):
         )
         return UpdateMetadataResponse(
             success=True,
-            user=UpdatedUser(
-                id=member.id,
-                email=member.email,
-                first_name=member.first_name,
-                last_name=member.last_name,
-                public_metadata=member.public_metadata,
-            ),
+            user=UpdatedUser.from_entity(member),
         )
 
     @post(
@@ -171,7 +165,7 @@ class AdminController(Controller):
         invitation = await use_case.execute(
             command(CreateInvitationCommand.parse, data, caller=caller)
         )
-        return InvitationResponse(success=True, invitation=InvitationOut.of(invitation))
+        return InvitationResponse(success=True, invitation=InvitationOut.from_entity(invitation))
 
     @get("/invitations", responses=errors(403), summary="The organization's invitations")
     @inject
@@ -179,9 +173,7 @@ class AdminController(Controller):
         self, caller: FromDishka[Caller], use_case: FromDishka[ListInvitations]
     ) -> InvitationListResponse:
         found = await use_case.execute(ListInvitationsQuery(caller=caller))
-        return InvitationListResponse(
-            success=True, invitations=[InvitationOut.of(i) for i in found]
-        )
+        return InvitationListResponse(success=True, invitations=InvitationOut.from_entities(found))
 
     @get(
         "/audit-log",
@@ -201,6 +193,6 @@ class AdminController(Controller):
         )
         return AuditLogResponse(
             success=True,
-            entries=[AuditEntryOut.of(e) for e in page.entries],
+            entries=AuditEntryOut.from_entities(page.entries),
             next_cursor=page.next_cursor,
         )

@@ -101,7 +101,7 @@ class AgentController(Controller):
         use_case: FromDishka[CreateAgentTag],
     ) -> AgentTagResponse:
         tag = await use_case.execute(command(CreateAgentTagCommand.parse, data, caller=caller))
-        return AgentTagResponse(success=True, tag=AgentTagOut.of(tag))
+        return AgentTagResponse(success=True, tag=AgentTagOut.from_entity(tag))
 
     @get("/tags", responses=errors(403), summary="List the organization's agent tags")
     @inject
@@ -109,7 +109,7 @@ class AgentController(Controller):
         self, caller: FromDishka[Caller], use_case: FromDishka[ListAgentTags]
     ) -> AgentTagListResponse:
         tags = await use_case.execute(ListAgentTagsQuery(caller=caller))
-        return AgentTagListResponse(success=True, tags=[AgentTagOut.of(t) for t in tags])
+        return AgentTagListResponse(success=True, tags=AgentTagOut.from_entities(tags))
 
     @delete(
         "/tags",

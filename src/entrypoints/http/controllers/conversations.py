@@ -88,7 +88,7 @@ class ConversationController(Controller):
         )
         return ConversationListResponse(
             success=True,
-            conversations=[ConversationOut.of(c) for c in page.conversations],
+            conversations=ConversationOut.from_entities(page.conversations),
             next_cursor=page.next_cursor,
         )
 

@@ -50,7 +50,9 @@ class KnowledgeBaseController(Controller):
         summary = await use_case.execute(
             command(CreateKnowledgeBaseCommand.parse, data, caller=caller)
         )
-        return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
+        return KnowledgeBaseResponse(
+            success=True, knowledge_base=KnowledgeBaseOut.from_entity(summary)
+        )
 
     @get(responses=errors(403), summary="List the organization's knowledge bases")
     @inject
@@ -59,7 +61,7 @@ class KnowledgeBaseController(Controller):
     ) -> KnowledgeBaseListResponse:
         summaries = await use_case.execute(ListKnowledgeBasesQuery(caller=caller))
         return KnowledgeBaseListResponse(
-            success=True, knowledge_bases=KnowledgeBaseOut.of_all(summaries)
+            success=True, knowledge_bases=KnowledgeBaseOut.from_entities(summaries)
         )
 
     @patch(responses=body_errors(403, 404), summary="Change a knowledge base")
@@ -73,7 +75,9 @@ class KnowledgeBaseController(Controller):
         summary = await use_case.execute(
             command(UpdateKnowledgeBaseCommand.parse, data, caller=caller)
         )
-        return KnowledgeBaseResponse(success=True, knowledge_base=KnowledgeBaseOut.of(summary))
+        return KnowledgeBaseResponse(
+            success=True, knowledge_base=KnowledgeBaseOut.from_entity(summary)
+        )
 
     @delete(status_code=200, responses=errors(400, 403, 404), summary="Delete a knowledge base")
     @inject

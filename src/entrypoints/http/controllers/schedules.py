@@ -59,7 +59,7 @@ class ScheduledTaskController(Controller):
         task = await use_case.execute(
             command(CreateScheduledTaskCommand.parse, data, caller=caller)
         )
-        return TaskResponse(success=True, task=TaskOut.of(task))
+        return TaskResponse(success=True, task=TaskOut.from_entity(task))
 
     @get(
         responses=errors(400, 403, 404),
@@ -77,8 +77,8 @@ class ScheduledTaskController(Controller):
             ListScheduledTasksQuery.parse(caller=caller, task_id=task_id)
         )
         if task_id is not None:
-            return TaskResponse(success=True, task=TaskOut.of(tasks[0]))
-        return TaskListResponse(success=True, tasks=[TaskOut.of(t) for t in tasks])
+            return TaskResponse(success=True, task=TaskOut.from_entity(tasks[0]))
+        return TaskListResponse(success=True, tasks=TaskOut.from_entities(tasks))
 
     @patch(responses=body_errors(403, 404), summary="Change a scheduled task")
     @inject
@@ -91,7 +91,7 @@ class ScheduledTaskController(Controller):
         task = await use_case.execute(
             command(UpdateScheduledTaskCommand.parse, data, caller=caller)
         )
-        return TaskResponse(success=True, task=TaskOut.of(task))
+        return TaskResponse(success=True, task=TaskOut.from_entity(task))
 
     @delete(
         status_code=200,
@@ -123,7 +123,7 @@ class ScheduledTaskController(Controller):
         use_case: FromDishka[RunScheduledTaskNow],
     ) -> RunResponse:
         run = await use_case.execute(command(RunScheduledTaskNowCommand.parse, data, caller=caller))
-        return RunResponse(success=True, run=RunOut.of(run))
+        return RunResponse(success=True, run=RunOut.from_entity(run))
 
     @get("/runs", responses=errors(400, 403, 404), summary="A scheduled task's runs, newest first")
     @inject
@@ -144,5 +144,7 @@ class ScheduledTaskController(Controller):
             ListScheduledRunsQuery.parse(caller=caller, task_id=task_id, limit=limit, cursor=cursor)
         )
         return RunListResponse(
-            success=True, runs=[RunOut.of(r) for r in page.runs], next_cursor=page.next_cursor
+            success=True,
+            runs=RunOut.from_entities(page.runs),
+            next_cursor=page.next_cursor,
         )

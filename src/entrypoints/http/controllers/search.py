@@ -41,18 +41,4 @@ async def search_knowledge_bases(
             caller=caller, kb_ids=kb_ids, query=data.query, top_k=data.top_k
         )
     )
-    return SearchResponse(
-        success=True,
-        results=[
-            SearchResultOut(
-                file_id=r.file_id,
-                file_name=r.file_name,
-                chunk_id=r.chunk_id,
-                text=r.text,
-                score=r.score,
-                knowledge_base_id=r.knowledge_base_id,
-                page_number=r.page_number,
-            )
-            for r in results
-        ],
-    )
+    return SearchResponse(success=True, results=SearchResultOut.from_entities(results))

@@ -143,7 +143,7 @@ class SkillController(Controller):
         use_case: FromDishka[PutSkillFile],
     ) -> SkillFileResponse:
         file = await use_case.execute(command(PutSkillFileCommand.parse, data, caller=caller))
-        return SkillFileResponse(success=True, file=SkillFileOut.of(file))
+        return SkillFileResponse(success=True, file=SkillFileOut.from_entity(file))
 
     @get(
         "/files",
