@@ -41,8 +41,9 @@ lint: $(STAMP)
 test: lint $(NODE_STAMP)
 	$(BIN)/pytest -q -p no:cacheprovider -n 2 --dist loadgroup
 
-# One after the other (they measure the same 2 cores); kb_endpoints needs wrk (apt-get install
-# wrk). Each writes its own section of BENCHMARKS.md, pass or fail, so a miss does not stop the rest.
+# One after the other (they measure the same 2 cores); kb_endpoints, skills and spend need wrk
+# (apt-get install wrk). Each writes its own section of BENCHMARKS.md, pass or fail, so a miss does
+# not stop the rest.
 bench: $(STAMP)
 	-$(BIN)/python bench/kb_endpoints.py
 	-$(BIN)/python bench/kb_profile.py

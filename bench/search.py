@@ -1,50 +1,28 @@
-"""Filtered vector search: latency and recall@10 of the service's own pgvector query for one
-organization's knowledge base in a table of 100,000 chunks across 50 organizations.
+"""Filtered vector search: latency and recall@10 of `nearest_statement` for one organization's
+knowledge base in a table of 100,000 synthetic chunks across 50 organizations.
 
     .venv/bin/python bench/search.py [--chunks 100000] [--queries 200] [--rounds 3] [--no-write]
 
-Starts the embedded PostgreSQL on a temporary data dir, migrates it with `agent-platform
-migrate`, and loads synthetic 384-dimension vectors (clustered, normalized) with COPY as the
-owner: one small organization (500 chunks), one large (4,000), the rest spread over 48 others,
-one knowledge base each, rows shuffled. The HNSW index is rebuilt after the load with the
-service's own `ap_ensure_chunk_index(384)`, then VACUUM ANALYZE. Queries run as the service
-runs them: `nearest_statement(384)` through `create_pool(..., app_role="agent_platform_app")`
-and `org_connection(pool, org_id)` (RLS, `app.org_id`, `hnsw.iterative_scan` per checkout),
-with Postgres choosing the plan; then with the generic plan forced, and with the planner steered
-to the HNSW index at `hnsw.ef_search` 40, 100, 200 and 400. Recall@10 is against exact search
-(numpy brute force over the organization's stored vectors, cross-checked with a sequential scan
-in SQL); EXPLAIN ANALYZE shows the plans. Targets: p50 under 20 ms, recall@10 at least 0.95.
+The data, the ways the statement runs, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import re
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import harness
 import numpy as np
-from common import (
-    command_line,
-    machine,
-    machine_line,
-    median,
-    owner_connection,
-    owner_url,
-    percentile,
-)
-from kb_endpoints import BenchError, executable, report, stop_leftover_postgres
+from harness import median, percentile
 from pgvector.asyncpg import register_vector
 
 SECTION_TITLE = "Filtered vector search: HNSW latency and recall@10"
@@ -150,8 +128,7 @@ def org_sizes(total: int) -> dict[str, int]:
 
 async def seed(pgdata: Path, args: argparse.Namespace, rng: np.random.Generator) -> Dataset:
     centers = normalized(rng.standard_normal((args.clusters, DIMS)))
-    conn = await owner_connection(pgdata)
-    try:
+    async with harness.owner(pgdata) as conn:
         await register_vector(conn)
         orgs: dict[str, Org] = {}
         records: list[tuple[Any, ...]] = []
@@ -201,8 +178,6 @@ async def seed(pgdata: Path, args: argparse.Namespace, rng: np.random.Generator)
             org.ids = np.array([r["id"] for r in rows], dtype=np.int64)
             org.vectors = np.stack([r["embedding"].to_numpy() for r in rows]).astype(np.float32)
         return Dataset(orgs, centers, copied, built)
-    finally:
-        await conn.close()
 
 
 def make_queries(
@@ -261,12 +236,11 @@ async def run_config(
     """One configuration on a fresh pool of 2 (as the service builds it): 20 warm-up queries,
     then `rounds` passes over all queries, one at a time."""
     from adapters.postgres.chunks import nearest_statement
-    from adapters.postgres.database import create_pool, org_connection
+    from adapters.postgres.database import org_connection
 
     sql = nearest_statement(DIMS)
     vectors = [q.tolist() for q in queries]
     settings = config.settings()
-    pool = await create_pool(url, app_role="agent_platform_app", size=2)
 
     async def once(vector: list[float]) -> tuple[float, float, list[int]]:
         began = time.perf_counter()
@@ -280,7 +254,7 @@ async def run_config(
         total = time.perf_counter() - began - (sent - setting)
         return (answered - sent) * 1000, total * 1000, [r[0] for r in rows]
 
-    try:
+    async with harness.app_pool(url) as pool:
         for vector in vectors[:20]:
             await once(vector)
         before = await plan_counts(pool, sql)
@@ -302,8 +276,6 @@ async def run_config(
         after = await plan_counts(pool, sql)
         generic, custom = after[0] - before[0], after[1] - before[1]
         plan = await explain(pool, org, queries[0], config, generic=generic > custom)
-    finally:
-        await pool.close()
     per_round = np.array(recalls).reshape(rounds, len(queries))
     half = len(queries) // 2
     return Outcome(
@@ -327,8 +299,7 @@ async def cross_check(pgdata: Path, org: Org, queries: np.ndarray, count: int) -
     """Exact top 10 by a sequential scan in SQL (owner, index scans off) vs numpy."""
     from adapters.postgres.chunks import nearest_statement
 
-    conn = await owner_connection(pgdata)
-    try:
+    async with harness.owner(pgdata) as conn:
         await register_vector(conn)
         await conn.execute("SET enable_indexscan = off; SET enable_bitmapscan = off")
         agree = 0
@@ -339,8 +310,6 @@ async def cross_check(pgdata: Path, org: Org, queries: np.ndarray, count: int) -
             exact, _ = exact_top(org, query)
             agree += {r[0] for r in rows} == {int(i) for i in exact}
         return agree, count
-    finally:
-        await conn.close()
 
 
 async def explain(
@@ -399,18 +368,13 @@ CONFIGS = [
 
 
 async def measure(args: argparse.Namespace, pgdata: Path) -> dict[str, Any]:
-    from adapters.postgres.database import create_pool
-
     rng = np.random.default_rng(args.seed)
     data = await seed(pgdata, args, rng)
-    url = owner_url(pgdata)
+    url = harness.owner_url(pgdata)
     outcomes: list[Outcome] = []
     checks: dict[str, tuple[int, int]] = {}
-    pool = await create_pool(url, app_role="agent_platform_app", size=2)
-    try:
+    async with harness.app_pool(url) as pool:
         scoped = await scoped_settings(pool, data.orgs[SMALL])
-    finally:
-        await pool.close()
     for org_id in (SMALL, LARGE):
         org = data.orgs[org_id]
         queries = make_queries(org, data.centers, args, rng)
@@ -536,12 +500,8 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
         )
     checks = "; ".join(f"{org}: {a}/{n} identical" for org, (a, n) in result["checks"].items())
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('search.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}. PostgreSQL (embedded, 18) and the client share "
+        *harness.heading(SECTION_TITLE, "search.py"),
+        f"- Machine: {harness.machine_line(info)}. PostgreSQL (embedded, 18) and the client share "
         "these CPUs.",
         f"- Data: {args.chunks:,} chunks of {DIMS} dimensions in 50 organizations, one knowledge "
         f"base each: `{SMALL}` {orgs[SMALL].size}, `{LARGE}` {orgs[LARGE].size:,}, 48 others "
@@ -603,31 +563,13 @@ def met(outcomes: list[Outcome]) -> bool:
 
 
 def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
-    from adapters.postgres.embedded import start_embedded_postgres
-
-    with tempfile.TemporaryDirectory(prefix="ap-bench-search-") as tmp:
-        data_dir = Path(tmp).resolve()
-        pgdata = data_dir / "pgdata"
-        server = None
-        try:
-            server, _ = start_embedded_postgres(data_dir)
-            migrated = subprocess.run(
-                [executable("agent-platform"), "migrate"],
-                env={**os.environ, "AP_DATA_DIR": str(data_dir)}, capture_output=True,
-                text=True, check=False,
-            )  # fmt: skip
-            if migrated.returncode != 0:
-                raise BenchError(f"agent-platform migrate failed:\n{migrated.stderr[-2000:]}")
-            result = asyncio.run(measure(args, pgdata))
-            return section(result, args, info), met(result["outcomes"])
-        finally:
-            if server is not None:
-                server.cleanup()
-            stop_leftover_postgres(pgdata)
+    with harness.Rig("ap-bench-search-") as rig, harness.EmbeddedPostgres(rig.dir) as pg:
+        result = asyncio.run(measure(args, pg.pgdata))
+    return section(result, args, info), met(result["outcomes"])
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=3)
@@ -636,15 +578,7 @@ def main() -> int:
     parser.add_argument("--spread", type=float, default=0.05, help="noise per dimension")
     parser.add_argument("--jitter", type=float, default=0.03, help="query noise per dimension")
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    info = machine()
-    try:
-        text, ok = run(args, info)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -1,25 +1,11 @@
 """Search at scale: the service's filtered top-10 vector search (exact or HNSW, chosen per scope
-by `PgChunkRepository.nearest`) against exact search, for a knowledge base of 1,000,000
-passages, an organization of 50 knowledge bases totalling 1,000,000, and a small knowledge base
-inside a table of 5,000,000.
+by `PgChunkRepository.nearest`) against exact search, at 1,000,000 and 5,000,000 passages.
 
     .venv/bin/python bench/search_scale.py [--scale 1.0] [--queries 200] [--rounds 2]
         [--cache /tmp/ap-search-scale] [--skip-5m] [--no-write]
 
-Data is generated (seeded numpy), calibrated on real all-MiniLM-L6-v2 embeddings of passages
-from `bench/corpus.py` (their mean, and the eigen-spectra of their covariance and of their
-within-topic covariance): topic centres drawn with the between-topic share of the corpus'
-variance, passages = centre + within-topic noise, normalized. Each file (200 passages) is about
-one topic of its knowledge base; files are loaded in random order, each file's passages
-together (as ingestion writes them), by binary COPY as the owner. Phase 1: `org_many` (50
-knowledge bases, 1,000,000 passages) and `org_tiny` (one of 1,000); the shared HNSW index is
-built after the load with the service's `ap_ensure_chunk_index(384)`, then the worker's sweep
-(`keep_vector_indexes`) builds the large knowledge bases' own indexes; both timed. Passages
-carry 1,000 characters of text, so rows take the TOAST layout the service's rows have. Phase 2 adds
-4,000,000 passages of 200 other organizations (the HNSW index dropped first: building it over
-5,000,000 rows does not fit this run; the small knowledge base's plan never uses it) and
-measures the small knowledge base again. `--cache DIR` keeps the database (and the real
-embeddings) between runs: a run finding phase 1 there skips its load and build.
+How the vectors are generated and loaded, the two phases, the targets and options:
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -32,9 +18,7 @@ import os
 import pickle
 import random
 import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -45,17 +29,9 @@ from typing import Any
 
 import asyncpg
 import corpus
+import harness
 import numpy as np
-from common import (
-    command_line,
-    machine,
-    machine_line,
-    median,
-    owner_connection,
-    owner_url,
-    percentile,
-)
-from kb_endpoints import BenchError, executable, report, stop_leftover_postgres
+from harness import BenchError, median, percentile
 from search import COLUMNS, MODEL, VECTOR_LITERAL, normalized
 
 SECTION_TITLE = "Search at scale: 1,000,000 and 5,000,000 passages, exact or HNSW by scope"
@@ -837,14 +813,11 @@ def configs_for(
 async def measure_scopes(
     url: str, scopes: list[Scope], gen: Generator, args: argparse.Namespace, *, hnsw: bool
 ) -> tuple[list[Row], dict[str, list[str]]]:
-    from adapters.postgres.database import create_pool
-
     rows: list[Row] = []
     plans: dict[str, list[str]] = {}
     rng = np.random.default_rng([args.seed, 4])
     for scope in scopes:
-        pool = await create_pool(url, app_role="agent_platform_app", size=2)
-        try:
+        async with harness.app_pool(url) as pool:
             queries, _ = gen.queries(scope.vectors, args.queries, rng)
             own = scope.shape == "B" and scope.size >= args.own_index_min
             configs = configs_for(scope, args.exact_queries, hnsw, own)
@@ -853,33 +826,25 @@ async def measure_scopes(
             plans[scope.label + " (off-topic query)"] = await explain_service(
                 pool, scope, queries[-1]
             )
-        finally:
-            await pool.close()
     return rows, plans
 
 
 async def phase_one(
     args: argparse.Namespace, pgdata: Path, gen: Generator, state: dict[str, Any]
 ) -> dict[str, Any]:
-    from adapters.postgres.database import create_pool
-
     many, tiny, probe, _ = plan_orgs(args)
     files = load_order([many, tiny], args.seed)
-    url = owner_url(pgdata)
-    conn = await owner_connection(pgdata)
+    url = harness.owner_url(pgdata)
     out: dict[str, Any] = {}
-    try:
+    async with harness.owner(pgdata) as conn:
         if state.get("phase") != 1:
             for org in (many, tiny, probe):
                 await register_org(conn, org)
             await conn.execute("DROP INDEX IF EXISTS " + INDEX)
             await conn.execute("SELECT ap_ensure_chunk_index($1)", DIMS)
-            pool = await create_pool(url, app_role="agent_platform_app", size=2)
-            try:
+            async with harness.app_pool(url) as pool:
                 await timed_writes(pool, probe, 0, 1, gen)  # warm-up
                 empty = await timed_writes(pool, probe, 1, 5, gen)
-            finally:
-                await pool.close()
             await conn.execute("DELETE FROM chunks WHERE org_id = $1", PROBE)
             await conn.execute("DROP INDEX " + INDEX)
             keep: dict[str, list[tuple[np.ndarray, int]]] = {MANY: [], TINY: []}
@@ -900,12 +865,9 @@ async def phase_one(
                 await refetch(conn, org)
             await attach_ids(conn, many, regenerate(gen, many, files))
             await attach_ids(conn, tiny, regenerate(gen, tiny, files))
-        pool = await create_pool(url, app_role="agent_platform_app", size=2)
-        try:
+        async with harness.app_pool(url) as pool:
             await timed_writes(pool, probe, 6, 1, gen)  # warm-up
             out["loaded_writes"] = await timed_writes(pool, probe, 7, 5, gen)
-        finally:
-            await pool.close()
         out["sizes"] = await table_sizes(conn)
         out["settings"] = dict(
             await conn.fetchrow(
@@ -920,8 +882,6 @@ async def phase_one(
             " AND c.org_id = s.org_id) AND s.org_id IN ($1, $2)",
             MANY, TINY,
         )  # fmt: skip
-    finally:
-        await conn.close()
     sizes = many.kb_sizes
     order = np.argsort(sizes)
     below = max((k for k in order if sizes[k] <= args.threshold_probe), key=lambda k: sizes[k])
@@ -944,10 +904,9 @@ async def phase_two(
     args: argparse.Namespace, pgdata: Path, gen: Generator, state: dict[str, Any]
 ) -> dict[str, Any]:
     many, tiny, _, fillers = plan_orgs(args)
-    url = owner_url(pgdata)
-    conn = await owner_connection(pgdata)
+    url = harness.owner_url(pgdata)
     out: dict[str, Any] = {}
-    try:
+    async with harness.owner(pgdata) as conn:
         await refetch(conn, tiny)
         files = load_order([many, tiny], args.seed)
         if state.get("phase") != 2:
@@ -965,8 +924,6 @@ async def phase_two(
         await attach_ids(conn, tiny, regenerate(gen, tiny, files))
         out["sizes"] = await table_sizes(conn)
         total = int(out["sizes"]["rows"])
-    finally:
-        await conn.close()
     scope = scope_of(f"C: one KB of {tiny.size:,}, table of {total:,}", "C", tiny, [0])
     rows, plans = await measure_scopes(url, [scope], gen, args, hnsw=False)
     out.update(rows=rows, plans=plans)
@@ -1009,7 +966,7 @@ def section(
     measured: tuple[datetime, str] | None = None,
 ) -> str:
     """The BENCHMARKS.md section; `measured`: when and with what command, for a saved run."""
-    when, command = measured or (datetime.now(UTC), command_line("search_scale.py"))
+    when, command = measured or (datetime.now(UTC), harness.command_line("search_scale.py"))
     from adapters.postgres.chunks import EXACT_THRESHOLD, MAX_SCAN_TUPLES_MAX, hnsw_settings
 
     one, two, state = result["one"], result.get("two"), result["state"]
@@ -1096,11 +1053,9 @@ def section(
     extra_s = 879 * (median(w_loaded) - median(w_empty)) / PER_FILE / 1000
     share = 400 / (65.2 + extra_s) / 6.80 * 100
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {when:%Y-%m-%d %H:%M} UTC with `{command}` (from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}. PostgreSQL (embedded, {pg['version'].split(' on ')[0]}, "
+        *harness.heading(SECTION_TITLE, "search_scale.py", when, command),
+        f"- Machine: {harness.machine_line(info)}. PostgreSQL (embedded, "
+        f"{pg['version'].split(' on ')[0]}, "
         f"pgvector {pg['pgvector']}, shared_buffers {pg['shared_buffers']}, "
         f"work_mem {pg['work_mem']}) and the client share these CPUs; another "
         "session used the CPU at times, so compared rows are measured side by side, rounds "
@@ -1280,31 +1235,22 @@ def met(result: dict[str, Any]) -> bool:
     return all(verdict(r) == "PASS" for r in rows if r.how == "service (LIMIT 10)")
 
 
-def restart_with(server: Any, data_dir: Path, pgdata: Path, shared_buffers: str) -> Any:
+def shared_buffers(pg: harness.EmbeddedPostgres, size: str) -> None:
     """shared_buffers for the run (ALTER SYSTEM, then a restart of the embedded server)."""
-    from adapters.postgres.embedded import start_embedded_postgres
 
     async def alter() -> str:
-        conn = await owner_connection(pgdata)
-        try:
+        async with harness.owner(pg.pgdata) as conn:
             current = str(await conn.fetchval("SHOW shared_buffers"))
-            if current != shared_buffers:
-                await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{shared_buffers}'")
+            if current != size:
+                await conn.execute(f"ALTER SYSTEM SET shared_buffers = '{size}'")
             return current
-        finally:
-            await conn.close()
 
-    if asyncio.run(alter()) == shared_buffers:
-        return server
-    server.cleanup()
-    stop_leftover_postgres(pgdata)
-    server, _ = start_embedded_postgres(data_dir)
-    return server
+    if asyncio.run(alter()) != size:
+        pg.stop()
+        pg.start()
 
 
 def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
-    from adapters.postgres.embedded import start_embedded_postgres
-
     cache = Path(args.cache).resolve() if args.cache else None
     if args.from_saved:
         if not cache or not (cache / "result.pickle").exists():
@@ -1312,69 +1258,47 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
         saved = pickle.loads((cache / "result.pickle").read_bytes())
         result, spectrum = saved["result"], saved["spectrum"]
         finished = datetime.fromtimestamp((cache / "result.pickle").stat().st_mtime, UTC)
-        command = saved.get("command") or command_line("search_scale.py").replace(
+        command = saved.get("command") or harness.command_line("search_scale.py").replace(
             " --from-saved", ""
         )
         text = section(result, saved["args"], saved["info"], spectrum, (finished, command))
         return text, met(result)
-    tmp = None
+    state: dict[str, Any] = {"key": cache_key(args)}
     if cache:
         cache.mkdir(parents=True, exist_ok=True)
         state_file = cache / "state.json"
-        state = json.loads(state_file.read_text()) if state_file.exists() else {}
-        if state.get("key") != cache_key(args) or (state.get("phase") == 2 and not args.skip_1m):
-            if (cache / "pgdata").exists():
-                stop_leftover_postgres(cache / "pgdata")
-                shutil.rmtree(cache / "pgdata")
-            state = {"key": cache_key(args)}
-        data_dir = cache
-    else:
-        tmp = tempfile.TemporaryDirectory(prefix="ap-bench-search-scale-")
-        data_dir = Path(tmp.name).resolve()
-        state = {"key": cache_key(args)}
-    pgdata = data_dir / "pgdata"
+        kept = json.loads(state_file.read_text()) if state_file.exists() else {}
+        if kept.get("key") == state["key"] and kept.get("phase") != 2:
+            state = kept
+        elif (cache / "pgdata").exists():
+            harness.stop_leftover_postgres(cache / "pgdata")
+            shutil.rmtree(cache / "pgdata")
     vectors, topics = real_embeddings(cache, args.calibration, args.seed)
     spectrum = calibrate(vectors, topics)
     gen = Generator(spectrum, args.topics, args.seed)
-    server = None
-    try:
-        fresh = not (pgdata / "PG_VERSION").exists()
-        server, _ = start_embedded_postgres(data_dir)
-        if fresh:
-            migrated = subprocess.run(
-                [executable("agent-platform"), "migrate"],
-                env={**os.environ, "AP_DATA_DIR": str(data_dir)}, capture_output=True,
-                text=True, check=False,
-            )  # fmt: skip
-            if migrated.returncode != 0:
-                raise BenchError(f"agent-platform migrate failed:\n{migrated.stderr[-2000:]}")
-        server = restart_with(server, data_dir, pgdata, args.shared_buffers)
+    with (
+        harness.Rig("ap-bench-search-scale-") as rig,
+        harness.EmbeddedPostgres(cache or rig.dir) as pg,
+    ):
+        shared_buffers(pg, args.shared_buffers)
         result: dict[str, Any] = {"state": state}
-        if args.skip_1m:
-            raise BenchError("--skip-1m is for re-measuring phase 2 only; not implemented")
-        result["one"] = asyncio.run(phase_one(args, pgdata, gen, state))
+        result["one"] = asyncio.run(phase_one(args, pg.pgdata, gen, state))
         if not args.skip_5m:
-            result["two"] = asyncio.run(phase_two(args, pgdata, gen, state))
-        if cache:
-            saved = {
-                "result": result,
-                "spectrum": spectrum,
-                "args": args,
-                "info": info,
-                "command": command_line("search_scale.py"),
-            }
-            (cache / "result.pickle").write_bytes(pickle.dumps(saved))
-        return section(result, args, info, spectrum), met(result)
-    finally:
-        if server is not None:
-            server.cleanup()
-        stop_leftover_postgres(pgdata)
-        if tmp is not None:
-            tmp.cleanup()
+            result["two"] = asyncio.run(phase_two(args, pg.pgdata, gen, state))
+    if cache:
+        saved = {
+            "result": result,
+            "spectrum": spectrum,
+            "args": args,
+            "info": info,
+            "command": harness.command_line("search_scale.py"),
+        }
+        (cache / "result.pickle").write_bytes(pickle.dumps(saved))
+    return section(result, args, info, spectrum), met(result)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__)
     parser.add_argument("--scale", type=float, default=1.0, help="x 1,000,000 / 5,000,000")
     parser.add_argument("--small", type=int, default=1000, help="shape C's knowledge base")
     parser.add_argument("--topics", type=int, default=2000, help="synthetic topic centres")
@@ -1392,20 +1316,11 @@ def main() -> int:
     parser.add_argument("--shared-buffers", default="6GB")
     parser.add_argument("--cache", help="keep the database (and real embeddings) here")
     parser.add_argument("--skip-5m", action="store_true", help="phase 1 only")
-    parser.add_argument("--skip-1m", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument(
         "--from-saved", action="store_true", help="the report of the last run in --cache"
     )
     parser.add_argument("--seed", type=int, default=3)
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    info = machine()
-    try:
-        text, ok = run(args, info)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 
 if __name__ == "__main__":

@@ -1,31 +1,9 @@
 """Skills: `GET /skills/manage` with 500 skills in the organization, and what an agent's 50
-skills add to a chat's time to first byte.
+skills add to a chat's time to first byte (tools path, no-tools path, in-process steps).
 
     .venv/bin/python bench/skills.py [--rounds 3] [--requests 200] [--duration 10]
 
-Starts `bench/scripted_provider.py` (an OpenAI-compatible server on loopback answering 200
-content deltas at once) and `agent-platform serve` on a temporary data dir with
-`AP_OPENAI_BASE_URL` pointing at it, and seeds over the HTTP API: `--skills` skills (generated
-SKILL.md of 2-4 KB each, seeded), 500 agents (two of them the chat agents below), nothing in
-a second organization. Then:
-
-1. listings, with wrk, interleaved rounds, each target loaded (`-t2 -c32`) and unloaded
-   (`-t1 -c1`): `GET /skills/manage` (500 skills); `GET /agents` (500 agents, the comparable
-   list endpoint of the same server: same auth, DI, one organization-scoped SELECT);
-   `GET /skills/manage` in an organization without skills (the endpoint's fixed cost);
-2. chat time to first byte: two agents on `openai:scripted`, identical except that one has 50
-   of the skills (`skillIds`), `POST /chat` to each alternately one by one (the first of each
-   pair alternating), `--requests` per agent per round; p50/p99 of the first `text-delta`,
-   and of the moment the provider has read the platform's request; added = p50 with 50
-   skills - p50 with 0, per round, median over rounds (target < 5 ms);
-3. in-process (diagnostic): the service's own container (`make_container`) on the same
-   database, timing what the answer does with the skills before calling the model, agent with
-   50 skills against the same agent with none, interleaved: the tool offers
-   (`ToolRegistry.offer`: `load_skill` and `read_skill_file`, each one `SkillCatalog.describe`
-   in its own DI scope) for a model with tools, and `InlineSkills.instructions` for a model
-   without (a message matching no skill, and one matching several: up to 3 SKILL.md loaded).
-
-The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+The data, the phases, the target and options: bench/README.md.
 """
 
 from __future__ import annotations
@@ -35,37 +13,18 @@ import asyncio
 import json
 import os
 import random
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
-from pathlib import Path
 from typing import Any
 
+import harness
 import httpx
-from chat_common import ORG_ID, Platform, StreamResult, chat_body, read_stream, require, ui_delta
-from common import command_line, machine, machine_line, owner_url, percentile
-from kb_endpoints import (
-    BENCH_DIR,
-    BenchError,
-    Measurement,
-    Process,
-    executable,
-    expect,
-    free_port,
-    report,
-    start,
-    stop,
-    tail,
-    wait_ready,
-    wrk,
-)
+from harness import ORG_ID, BenchError, PairedChat, Platform, Rounds, expect, fmt, percentile
+from harness import median as med
 from scripted_provider import content_text
 
 SECTION_TITLE = "Skills: listing 500 skills, and an agent's 50 skills in a chat's first byte"
@@ -204,19 +163,6 @@ def seed(url: str, token: str, args: argparse.Namespace) -> Seeded:
     )
 
 
-def analyze(pgdata: Path) -> None:
-    async def run() -> None:
-        import asyncpg
-
-        conn = await asyncpg.connect(owner_url(pgdata))
-        try:
-            await conn.execute("VACUUM ANALYZE skills, skill_files, agents")
-        finally:
-            await conn.close()
-
-    asyncio.run(run())
-
-
 # listings -------------------------------------------------------------------------------
 LISTINGS = {
     "skills": "`GET /skills/manage` (500 skills)",
@@ -226,174 +172,36 @@ LISTINGS = {
 LOADS = {"loaded": (2, 32), "unloaded": (1, 1)}
 
 
-@dataclass
-class ListResults:
-    rounds: dict[tuple[str, str], list[Measurement]] = field(default_factory=dict)
-
-    def add(self, target: str, load: str, m: Measurement) -> None:
-        self.rounds.setdefault((target, load), []).append(m)
-
-    def median(self, target: str, load: str, attr: str) -> float:
-        return float(statistics.median(getattr(m, attr) for m in self.rounds[(target, load)]))
-
-
-def measure_listings(
-    urls: dict[str, str], tokens: dict[str, str], args: argparse.Namespace
-) -> ListResults:
-    def run(target: str, load: str, duration: float) -> Measurement:
-        threads, connections = LOADS[load]
-        ns = argparse.Namespace(threads=threads, connections=connections)
-        return wrk(urls[target], tokens[target], ns, duration)
-
-    for target in LISTINGS:
-        print(f"warm-up  {target} ({args.warmup:g}s)", flush=True)
-        run(target, "loaded", args.warmup)
-    results = ListResults()
-    order = list(LISTINGS)
-    for r in range(args.rounds):
-        rotated = order[r % len(order) :] + order[: r % len(order)]
-        for load in LOADS:
-            for target in rotated:
-                m = run(target, load, args.duration)
-                results.add(target, load, m)
-                errors = f"  errors {m.errors}" if m.errors else ""
-                print(
-                    f"round {r + 1}  {target:6} {load:8}  {m.rps:8.1f} req/s  "
-                    f"p50 {m.p50_ms:7.2f} ms  p99 {m.p99_ms:7.2f} ms{errors}",
-                    flush=True,
-                )
-    return results
-
-
 # chat -----------------------------------------------------------------------------------
 CONFIGS = ("with", "without")
 
 
-@dataclass
-class ChatRound:
-    first_p50: float
-    first_p99: float
-    provider_p50: float
-    headers_p50: float
-    last_p50: float
-    n: int
-
-
-@dataclass
-class ChatResults:
-    rounds: dict[str, list[ChatRound]] = field(default_factory=lambda: {c: [] for c in CONFIGS})
-    paired: list[float] = field(default_factory=list)  # per round: median of pair differences
-    errors: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CONFIGS})
-    # per config: per round p50 of `GET /agents?agentId=` (ms)
-    agent_read: dict[str, list[float]] = field(default_factory=lambda: {c: [] for c in CONFIGS})
-
-    def added(self, attr: str) -> float:
-        pairs = zip(self.rounds["with"], self.rounds["without"], strict=True)
-        return float(statistics.median(getattr(w, attr) - getattr(o, attr) for w, o in pairs))
-
-    def med(self, config: str, attr: str) -> float:
-        return float(statistics.median(getattr(x, attr) for x in self.rounds[config]))
-
-
-class Chat:
-    def __init__(self, platform: Platform, provider_url: str, token: str, seeded: Seeded,
-                 args: argparse.Namespace) -> None:  # fmt: skip
-        self.platform = platform
-        self.provider_url = provider_url
-        self.token = token
-        self.agents = {"with": seeded.agent_with, "without": seeded.agent_without}
-        self.args = args
-        self.expected = content_text(args.tokens)
-        self.titles = 0
-
-    async def one(self, client: httpx.AsyncClient, config: str) -> StreamResult:
-        self.titles += 1
-        body = chat_body(self.agents[config], PROMPT, f"Skills bench chat {self.titles}")
-        headers = {"Authorization": f"Bearer {self.token}"}
-        return await read_stream(client, f"{self.platform.url}/chat", body, headers, ui_delta)
-
-    async def agent_reads(self, client: httpx.AsyncClient, results: ChatResults) -> None:
-        """The agent's read alone (the skill ids are read with it), both agents alternately."""
-        headers = {"Authorization": f"Bearer {self.token}"}
-        url = f"{self.platform.url}/agents"
-        for r in range(self.args.rounds):
-            times: dict[str, list[float]] = {c: [] for c in CONFIGS}
-            for i in range(self.args.requests):
-                for config in CONFIGS if (i + r) % 2 == 0 else CONFIGS[::-1]:
-                    params = {"agentId": self.agents[config]}
-                    t0 = time.perf_counter()
-                    response = await client.get(url, params=params, headers=headers)
-                    times[config].append((time.perf_counter() - t0) * 1000)
-                    require(response.status_code == 200, f"agent read: {response.status_code}")
-            for config in CONFIGS:
-                results.agent_read[config].append(percentile(times[config], 50))
-            print(
-                f"round {r + 1} agent read p50 with {results.agent_read['with'][-1]:.2f} ms, "
-                f"without {results.agent_read['without'][-1]:.2f} ms",
-                flush=True,
-            )
-
-    def problem(self, result: StreamResult) -> str | None:
-        if not result.ok:
-            return "; ".join(result.errors) or f"status {result.status}"
-        if "".join(result.text) != self.expected:
-            return "the assembled text differs from the scripted answer"
-        return None
-
-    async def run(self, results: ChatResults) -> None:
-        limits = httpx.Limits(max_connections=10, max_keepalive_connections=10)
-        async with httpx.AsyncClient(limits=limits, timeout=120.0) as client:
-            for config in CONFIGS:
-                first = await self.one(client, config)
-                require(self.problem(first) is None, f"{config}: {self.problem(first)}")
-            print(f"chat warm-up: {self.args.chat_warmup} per agent", flush=True)
-            for _ in range(self.args.chat_warmup):
-                for config in CONFIGS:
-                    await self.one(client, config)
-            for r in range(self.args.rounds):
-                got: dict[str, list[StreamResult]] = {c: [] for c in CONFIGS}
-                pairs: list[tuple[StreamResult | None, StreamResult | None]] = []
-                for i in range(self.args.requests):
-                    order = CONFIGS if (i + r) % 2 == 0 else CONFIGS[::-1]
-                    pair: dict[str, StreamResult | None] = {}
-                    for config in order:
-                        result = await self.one(client, config)
-                        if self.problem(result) is None:
-                            got[config].append(result)
-                            pair[config] = result
-                        else:
-                            results.errors[config] += 1
-                            pair[config] = None
-                            print(f"  {config} error: {self.problem(result)}", flush=True)
-                    pairs.append((pair["with"], pair["without"]))
-                arrivals = sorted((await client.get(f"{self.provider_url}/arrivals")).json())
-                for config in CONFIGS:
-                    items = got[config]
-                    require(bool(items), f"no successful chat with {config} skills in round {r}")
-                    provider = [p for p in (provider_ms(x, arrivals) for x in items) if p]
-                    results.rounds[config].append(
-                        ChatRound(
-                            first_p50=percentile([x.first_ms for x in items], 50),
-                            first_p99=percentile([x.first_ms for x in items], 99),
-                            provider_p50=percentile(provider, 50) if provider else float("nan"),
-                            headers_p50=percentile(
-                                [(x.marks["headers"] - x.started) * 1000 for x in items], 50
-                            ),
-                            last_p50=percentile([x.last_ms for x in items], 50),
-                            n=len(items),
-                        )
-                    )
-                diffs = [w.first_ms - o.first_ms for w, o in pairs if w and o]
-                results.paired.append(statistics.median(diffs))
-                w, o = results.rounds["with"][-1], results.rounds["without"][-1]
-                print(
-                    f"round {r + 1} chat  first p50 with {w.first_p50:.2f} ms, without "
-                    f"{o.first_p50:.2f} ms: +{w.first_p50 - o.first_p50:.2f} ms (paired median "
-                    f"{results.paired[-1]:+.2f}); provider read p50 {w.provider_p50:.2f} / "
-                    f"{o.provider_p50:.2f} ms",
-                    flush=True,
-                )
-            await self.agent_reads(client, results)
+async def agent_reads(
+    client: httpx.AsyncClient, url: str, token: str, agents: dict[str, int], rounds: int,
+    requests: int,
+) -> dict[str, list[float]]:  # fmt: skip
+    """The agent's read alone (the skill ids are read with it), both agents alternately: per
+    agent, per round p50 of `GET /agents?agentId=` (ms)."""
+    reads: dict[str, list[float]] = {c: [] for c in CONFIGS}
+    headers = harness.bearer(token)
+    for r in range(rounds):
+        times: dict[str, list[float]] = {c: [] for c in CONFIGS}
+        for i in range(requests):
+            for config in harness.alternate(CONFIGS, i + r):
+                params = {"agentId": agents[config]}
+                t0 = time.perf_counter()
+                response = await client.get(f"{url}/agents", params=params, headers=headers)
+                times[config].append((time.perf_counter() - t0) * 1000)
+                if response.status_code != 200:
+                    raise BenchError(f"agent read: {response.status_code}")
+        for config in CONFIGS:
+            reads[config].append(percentile(times[config], 50))
+        print(
+            f"round {r + 1} agent read p50 with {reads['with'][-1]:.2f} ms, "
+            f"without {reads['without'][-1]:.2f} ms",
+            flush=True,
+        )
+    return reads
 
 
 # llama.cpp reuses the longest prompt prefix shared with the previous call, so every measured
@@ -417,8 +225,7 @@ class LocalResults:
     errors: dict[str, int] = field(default_factory=dict)
 
     def added(self, a: str, b: str) -> float:
-        pairs = zip(self.first_p50[a], self.first_p50[b], strict=True)
-        return float(statistics.median(x - y for x, y in pairs))
+        return med(x - y for x, y in zip(self.first_p50[a], self.first_p50[b], strict=True))
 
 
 class LocalChat:
@@ -428,7 +235,7 @@ class LocalChat:
     def __init__(self, platform: Platform, token: str, seeded: Seeded,
                  args: argparse.Namespace) -> None:  # fmt: skip
         self.platform = platform
-        self.headers = {"Authorization": f"Bearer {token}"}
+        self.headers = harness.bearer(token)
         self.agents = {
             "with": seeded.local_with,
             "without": seeded.local_without,
@@ -440,7 +247,7 @@ class LocalChat:
     async def one(self, client: httpx.AsyncClient, config: str) -> tuple[float | None, str]:
         agent, message = LOCAL_CONFIGS.get(config, ("reset", RESET_PROMPT))
         self.titles += 1
-        body = chat_body(self.agents[agent], message, f"Skills bench local {self.titles}")
+        body = harness.chat_body(self.agents[agent], message, f"Skills bench local {self.titles}")
         url = self.platform.url
         first: float | None = None
         cancel: asyncio.Task[httpx.Response] | None = None
@@ -468,23 +275,24 @@ class LocalChat:
             await cancel
         return first, "" if first is not None else "no text delta"
 
+    async def checked(self, client: httpx.AsyncClient, config: str) -> None:
+        first, problem = await self.one(client, config)
+        if first is None:
+            raise BenchError(f"local {config} chat: {problem}")
+
     async def run(self, results: LocalResults) -> None:
-        limits = httpx.Limits(max_connections=10, max_keepalive_connections=10)
         configs = list(LOCAL_CONFIGS)
-        async with httpx.AsyncClient(limits=limits, timeout=300.0) as client:
+        async with harness.chat_client(timeout=300.0) as client:
             print(f"local warm-up: {self.args.local_warmup} per configuration", flush=True)
             for _ in range(self.args.local_warmup):
                 for config in configs:
                     for run in ("reset", config):
-                        first, problem = await self.one(client, run)
-                        require(first is not None, f"local {run}: {problem}")
+                        await self.checked(client, run)
             for r in range(self.args.rounds):
                 times: dict[str, list[float]] = {c: [] for c in configs}
                 for i in range(self.args.local_requests):
-                    shift = (i + r) % len(configs)
-                    for config in configs[shift:] + configs[:shift]:
-                        reset, problem = await self.one(client, "reset")
-                        require(reset is not None, f"local reset chat: {problem}")
+                    for config in harness.rotate(configs, i + r):
+                        await self.checked(client, "reset")
                         first, problem = await self.one(client, config)
                         if first is None:
                             results.errors[config] = results.errors.get(config, 0) + 1
@@ -492,7 +300,8 @@ class LocalChat:
                         else:
                             times[config].append(first)
                 for config in configs:
-                    require(bool(times[config]), f"no local chat {config} in round {r + 1}")
+                    if not times[config]:
+                        raise BenchError(f"no local chat {config} in round {r + 1}")
                     results.first_p50.setdefault(config, []).append(percentile(times[config], 50))
                     results.first_p99.setdefault(config, []).append(percentile(times[config], 99))
                 print(
@@ -500,18 +309,6 @@ class LocalChat:
                     + ", ".join(f"{c} {results.first_p50[c][-1]:.1f} ms" for c in configs),
                     flush=True,
                 )
-
-
-def provider_ms(item: StreamResult, arrivals: list[float]) -> float | None:
-    """When the provider had read the platform's request, ms from sending ours (the one arrival
-    inside this sequential request; wall clocks of the same machine)."""
-    if item.done is None:
-        return None
-    end = item.wall_started + (item.done - item.started)
-    inside = [a for a in arrivals if item.wall_started <= a <= end]
-    if len(inside) != 1:
-        return None
-    return (inside[0] - item.wall_started) * 1000
 
 
 # in-process -------------------------------------------------------------------------------
@@ -524,9 +321,7 @@ class InProcess:
     inline_loaded: list[str] = field(default_factory=list)
 
 
-async def in_process(
-    data_dir: Path, platform_env: dict[str, str], seeded: Seeded, args: argparse.Namespace
-) -> InProcess:
+async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespace) -> InProcess:
     """The answer's skill work through the service's own container, on the same database."""
     import asyncpg
     import msgspec
@@ -548,9 +343,8 @@ async def in_process(
     from entrypoints.http.skill_schemas import SkillListResponse, SkillOut
     from entrypoints.wiring import make_container
 
-    env = {**platform_env, "AP_DATA_DIR": str(data_dir)}
-    settings = Settings.from_env(env)
-    database = Database(owner_url(data_dir / "pgdata"))
+    settings = Settings.from_env(platform.env)
+    database = Database(harness.owner_url(platform.pgdata))
     container = make_container(settings, database)
     out = InProcess()
     try:
@@ -573,7 +367,8 @@ async def in_process(
         out.sizes["instructions"] = sum(len(x) for x in box.instructions)
         out.sizes["specs"] = len(json.dumps([s.parameters for s in box.specs]))
         summaries = await catalog.describe(caller, seeded.agent_skill_ids)
-        require(len(summaries) == len(seeded.agent_skill_ids), "describe: missing skills")
+        if len(summaries) != len(seeded.agent_skill_ids):
+            raise BenchError("describe: missing skills")
         out.sizes["catalog"] = len(skill_catalog(summaries))
         matched = rank_skills(summaries, MATCHING_PROMPT)
         out.inline_loaded = [s.name for s in matched[:3]]
@@ -626,7 +421,8 @@ async def in_process(
             "list_sql_no_skill_md": LIST_SKILLS.replace("s.skill_md,", "''::text,"),
             "list_sql_no_file_count": LIST_SKILLS.replace(FILE_COUNT, "1::bigint"),
         }
-        require(len(set(lighter.values())) == 3, "the listing's SELECT changed shape")
+        if len(set(lighter.values())) != 3:
+            raise BenchError("the listing's SELECT changed shape")
 
         def select(sql: str) -> Callable[[], Awaitable[Any]]:
             async def run() -> None:
@@ -644,7 +440,8 @@ async def in_process(
                 return skills
 
         listed = await list_use_case()
-        require(len(listed) == len(seeded.skill_ids), "in-process listing: wrong count")
+        if len(listed) != len(seeded.skill_ids):
+            raise BenchError("in-process listing: wrong count")
 
         async def encode_list() -> None:
             msgspec.json.encode(
@@ -659,53 +456,28 @@ async def in_process(
         steps["rank_skills"] = rank
         steps["encode_with"] = encoder("with")
         steps["encode_without"] = encoder("without")
-        for _ in range(args.inprocess_warmup):
-            for fn in steps.values():
-                await fn()
-        for r in range(args.rounds):
-            samples: dict[str, list[float]] = {name: [] for name in steps}
-            for i in range(args.inprocess_iterations):
-                names = list(steps) if i % 2 == 0 else list(steps)[::-1]
-                for name in names:
-                    t0 = time.perf_counter()
-                    await steps[name]()
-                    samples[name].append((time.perf_counter() - t0) * 1000)
-            for name, values in samples.items():
-                out.rows.setdefault(name, []).append(percentile(values, 50))
-            print(
-                f"round {r + 1} in-process p50: "
-                + ", ".join(f"{n} {v[-1]:.3f} ms" for n, v in out.rows.items()),
-                flush=True,
-            )
+        out.rows = await harness.time_steps(
+            steps, lambda _, i: harness.alternate(list(steps), i), args.rounds,
+            args.inprocess_iterations, args.inprocess_warmup, "in-process",
+        )  # fmt: skip
     finally:
         await container.close()
     return out
 
 
 # report -----------------------------------------------------------------------------------
-def fmt(values: list[float], digits: int = 2) -> str:
-    return ", ".join(f"{v:.{digits}f}" for v in values)
-
-
-def med(values: Sequence[float]) -> float:
-    return float(statistics.median(values))
-
-
 def section(
-    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: ListResults,
-    chat: ChatResults, inproc: InProcess | None, local: LocalResults | None, end_load: str,
+    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: Rounds,
+    chat: PairedChat, reads: dict[str, list[float]], inproc: InProcess | None,
+    local: LocalResults | None, end_load: str,
 ) -> tuple[str, bool]:  # fmt: skip
     added = chat.added("first_p50")
     ok = added < ADDED_TARGET_MS and sum(chat.errors.values()) == 0
-    verdict = {True: "PASS", False: "FAIL"}
+    verdict = harness.verdict
     md = seeded.skill_md_bytes
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('skills.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}; at the end {end_load}. The platform, its "
+        *harness.heading(SECTION_TITLE, "skills.py"),
+        f"- Machine: {harness.machine_line(info)}; at the end {end_load}. The platform, its "
         "PostgreSQL, the scripted provider, wrk and the client share these CPUs.",
         f"- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
         f"{version('litestar')}, dishka {version('dishka')}, asyncpg {version('asyncpg')}) on a "
@@ -734,18 +506,12 @@ def section(
         "",
         "| Listing | load | req/s | p50 (ms) | p99 (ms) |",
         "|---|---|---:|---:|---:|",
+        *harness.wrk_table(lists, LISTINGS, LOADS),
     ]
-    for load in LOADS:
-        for target, label in LISTINGS.items():
-            lines.append(
-                f"| {label} | {load} | {lists.median(target, load, 'rps'):.0f} | "
-                f"{lists.median(target, load, 'p50_ms'):.2f} | "
-                f"{lists.median(target, load, 'p99_ms'):.2f} |"
-            )
-    s_un = lists.median("skills", "unloaded", "p50_ms")
-    e_un = lists.median("empty", "unloaded", "p50_ms")
-    a_un = lists.median("agents", "unloaded", "p50_ms")
-    ratio = lists.median("skills", "loaded", "rps") / lists.median("agents", "loaded", "rps")
+    s_un = lists.median(("skills", "unloaded"), "p50_ms")
+    e_un = lists.median(("empty", "unloaded"), "p50_ms")
+    a_un = lists.median(("agents", "unloaded"), "p50_ms")
+    ratio = lists.median(("skills", "loaded"), "rps") / lists.median(("agents", "loaded"), "rps")
     lines += [
         "",
         f"Unloaded p50: {len(seeded.skill_ids)} skills {s_un:.2f} ms = the empty listing "
@@ -754,7 +520,6 @@ def section(
         f"500 agents {a_un:.2f} ms. Loaded throughput: skills {ratio:.0%} of agents'.",
         "",
     ]
-    w, o = chat.rounds["with"], chat.rounds["without"]
     lines += [
         f"Chat: two agents on `openai:{MODEL}` (tool-capable, so the answer offers "
         "`load_skill` and `read_skill_file`, each after one `SkillCatalog.describe`: a DI "
@@ -774,28 +539,13 @@ def section(
         "(ms) | `[DONE]` p50 (ms) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    for config, label in (("without", "no skills"), ("with", f"{args.agent_skills} skills")):
-        lines.append(
-            f"| {label} | {chat.med(config, 'first_p50'):.2f} | "
-            f"{chat.med(config, 'first_p99'):.2f} | {chat.med(config, 'provider_p50'):.2f} | "
-            f"{chat.med(config, 'headers_p50'):.2f} | {chat.med(config, 'last_p50'):.2f} |"
-        )
-    lines.append(
-        f"| added by the skills | {added:.2f} | | {chat.added('provider_p50'):.2f} | "
-        f"{chat.added('headers_p50'):.2f} | {chat.added('last_p50'):.2f} |"
-    )
-    ar = chat.agent_read
-    lines.append(
-        f"| `GET /agents?agentId=` (the agent read alone) | {med(ar['without']):.2f} / "
-        f"{med(ar['with']):.2f} (without / with) | | | | |"
-    )
+    labels = {"without": "no skills", "with": f"{args.agent_skills} skills"}
     lines += [
+        *chat.table(labels, "added by the skills"),
+        f"| `GET /agents?agentId=` (the agent read alone) | {med(reads['without']):.2f} / "
+        f"{med(reads['with']):.2f} (without / with) | | | | |",
         "",
-        "Per round (ms): first p50 with skills "
-        f"{fmt([x.first_p50 for x in w])}; without {fmt([x.first_p50 for x in o])}; "
-        f"added {fmt([a.first_p50 - b.first_p50 for a, b in zip(w, o, strict=True)])}; "
-        f"paired median {fmt(chat.paired)}. Errors: with {chat.errors['with']}, without "
-        f"{chat.errors['without']}.",
+        f"Per round (ms): {chat.per_round('with skills', 'without')}",
         "",
     ]
     if inproc is not None:
@@ -936,7 +686,7 @@ def section(
         "|---|---:|---|",
         f"| agent with {args.agent_skills} skills (org with {len(seeded.skill_ids)}): added time "
         f"to first byte at p50 < {ADDED_TARGET_MS:g} ms (tools path, `openai:`) | "
-        f"{added:.2f} ms | {verdict[added < ADDED_TARGET_MS]} |",
+        f"{added:.2f} ms | {verdict(added < ADDED_TARGET_MS)} |",
         *(
             [
                 f"| no-tools path (`{LOCAL_MODEL}`), message matching no skill: added at p50 "
@@ -947,107 +697,75 @@ def section(
                 + " |",
                 f"| no-tools path, message matching skills: added at p50 | "
                 f"{local.added('with/match', 'without/match'):.1f} ms | "
-                f"{verdict[local.added('with/match', 'without/match') < ADDED_TARGET_MS]} |",
+                f"{verdict(local.added('with/match', 'without/match') < ADDED_TARGET_MS)} |",
             ]
             if local is not None
             else []
         ),
         f"| `GET /skills/manage`, {len(seeded.skill_ids)} skills, unloaded p50 / loaded req/s | "
         f"{s_un:.2f} ms / "
-        f"{lists.median('skills', 'loaded', 'rps'):.0f} | reported |",
+        f"{lists.median(('skills', 'loaded'), 'rps'):.0f} | reported |",
         "",
     ]
     return "\n".join(lines), ok
 
 
 # driver -------------------------------------------------------------------------------------
-def token(platform: Platform, org: str, user: str, role: str) -> str:
-    done = subprocess.run(
-        [executable("agent-platform"), "token", "--org", org, "--user", user, "--role", role,
-         "--ttl", "86400"],
-        env={**os.environ, **platform.env}, capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    if done.returncode != 0:
-        raise BenchError(f"agent-platform token failed: {done.stderr[-2000:]}")
-    return done.stdout.strip()
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
+    with harness.Rig("ap-skills-bench-") as rig:
+        platform, provider = rig.scripted(args, MODEL, worker=False)
+        admin = platform.token("u0", "admin")
+        empty = platform.token("e0", "admin", EMPTY_ORG)
+        print(f"seeding {args.skills} skills and {AGENT_COUNT} agents over HTTP", flush=True)
+        seeded = seed(platform.url, admin, args)
+        harness.owner_execute(platform.pgdata, "VACUUM ANALYZE skills, skill_files, agents")
+        urls = {
+            "skills": f"{platform.url}/skills/manage",
+            "agents": f"{platform.url}/agents",
+            "empty": f"{platform.url}/skills/manage",
+        }
+        tokens = {"skills": admin, "agents": admin, "empty": empty}
+        wanted = {"skills": ("skills", args.skills), "agents": ("agents", AGENT_COUNT),
+                  "empty": ("skills", 0)}  # fmt: skip
+        for target, (key, count) in wanted.items():
+            response = httpx.get(urls[target], headers=harness.bearer(tokens[target]))
+            listed = len(expect(response, 200)[key])
+            if listed != count:
+                raise BenchError(f"{target}: {listed} != {count}")
+            seeded.bodies[target] = len(response.content)
+        response = httpx.get(
+            f"{platform.url}/agents?agentId={seeded.agent_with}", headers=harness.bearer(admin)
+        )
+        if expect(response, 200)["agent"]["skillIds"] != seeded.agent_skill_ids:
+            raise BenchError("the agent's skills differ")
+        lists = harness.wrk_rounds(urls, tokens, LOADS, args)
+        agents = {"with": seeded.agent_with, "without": seeded.agent_without}
+        chat = PairedChat(
+            platform, provider.url, CONFIGS, agents, dict.fromkeys(CONFIGS, admin),
+            content_text(args.tokens), PROMPT, "Skills bench chat",
+        )  # fmt: skip
 
-
-def run(args: argparse.Namespace) -> int:
-    info = machine()
-    provider: Process | None = None
-    platform: Platform | None = None
-    with tempfile.TemporaryDirectory(prefix="ap-skills-bench-") as tmp:
-        data_dir = Path(tmp).resolve()
-        try:
-            port = free_port()
-            cmd = [sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port", str(port),
-                   "--tokens", str(args.tokens)]  # fmt: skip
-            provider = start("provider", cmd, {}, data_dir / "provider.log")
-            wait_ready(provider, port, "/health", timeout=30)
-            provider_url = f"http://127.0.0.1:{port}"
-            env = {
-                "AP_OPENAI_BASE_URL": f"{provider_url}/v1",
-                "AP_OPENAI_API_KEY": "sk-bench-not-secret",
-                "AP_DEFAULT_CHAT_MODEL": f"openai:{MODEL}",
-                "AP_LOG_LEVEL": args.log_level,
-                "AP_WORKER_IN_PROCESS": "false",
-            }
-            print(f"starting agent-platform serve (data dir {tmp})", flush=True)
-            platform = Platform.start(data_dir, env)
-            admin = token(platform, ORG_ID, "u0", "admin")
-            empty = token(platform, EMPTY_ORG, "e0", "admin")
-            print(f"seeding {args.skills} skills and {AGENT_COUNT} agents over HTTP", flush=True)
-            seeded = seed(platform.url, admin, args)
-            analyze(platform.pgdata)
-            urls = {
-                "skills": f"{platform.url}/skills/manage",
-                "agents": f"{platform.url}/agents",
-                "empty": f"{platform.url}/skills/manage",
-            }
-            tokens = {"skills": admin, "agents": admin, "empty": empty}
-            wanted = {"skills": ("skills", args.skills), "agents": ("agents", AGENT_COUNT),
-                      "empty": ("skills", 0)}  # fmt: skip
-            for target, (key, count) in wanted.items():
-                response = httpx.get(
-                    urls[target], headers={"Authorization": f"Bearer {tokens[target]}"}
+        async def chats() -> dict[str, list[float]]:
+            async with harness.chat_client() as client:
+                await chat.run(client, args.chat_warmup, args.rounds, args.requests)
+                return await agent_reads(
+                    client, platform.url, admin, agents, args.rounds, args.requests
                 )
-                body = expect(response, 200)
-                require(len(body[key]) == count, f"{target}: {len(body[key])} != {count}")
-                seeded.bodies[target] = len(response.content)
-            agent = expect(
-                httpx.get(
-                    f"{platform.url}/agents?agentId={seeded.agent_with}",
-                    headers={"Authorization": f"Bearer {admin}"},
-                ),
-                200,
-            )["agent"]
-            require(agent["skillIds"] == seeded.agent_skill_ids, "the agent's skills differ")
-            lists = measure_listings(urls, tokens, args)
-            chat = ChatResults()
-            asyncio.run(Chat(platform, provider_url, admin, seeded, args).run(chat))
-            local: LocalResults | None = None
-            if args.local_requests:
-                local = LocalResults()
-                asyncio.run(LocalChat(platform, admin, seeded, args).run(local))
-            inproc = None
-            if args.inprocess_iterations:
-                inproc = asyncio.run(in_process(data_dir, platform.env, seeded, args))
-        except BaseException:
-            if platform is not None:
-                print(f"--- serve log (tail) ---\n{tail(platform.process.log)}", file=sys.stderr)
-            raise
-        finally:
-            if platform is not None:
-                platform.stop()
-            if provider is not None:
-                stop(provider)
-    end_load = "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text, ok = section(args, info, seeded, lists, chat, inproc, local, end_load)
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+
+        reads = asyncio.run(chats())
+        local: LocalResults | None = None
+        if args.local_requests:
+            local = LocalResults()
+            asyncio.run(LocalChat(platform, admin, seeded, args).run(local))
+        inproc = None
+        if args.inprocess_iterations:
+            inproc = asyncio.run(in_process(platform, seeded, args))
+    end_load = f"load average {harness.load_average()}"
+    return section(args, info, seeded, lists, chat, reads, inproc, local, end_load)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, serve=True, provider=True)
     parser.add_argument("--skills", type=int, default=500)
     parser.add_argument("--agent-skills", type=int, default=50)
     parser.add_argument("--rounds", type=int, default=3)
@@ -1061,21 +779,8 @@ def main() -> int:
         "--local-requests", type=int, default=25, help="local chats per configuration per round"
     )
     parser.add_argument("--local-warmup", type=int, default=2)
-    parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
-    )
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    args = parser.parse_args()
-    if shutil.which("wrk") is None:
-        print("wrk is not installed (Debian/Ubuntu: apt-get install -y wrk).", file=sys.stderr)
-        return 2
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, parser.parse_args(), run, wrk=True)
 
 
 if __name__ == "__main__":

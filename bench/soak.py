@@ -3,41 +3,8 @@
 
     .venv/bin/python bench/soak.py [--seconds 600] [--clients 8] [--warmup S]
 
-Starts `scripted_provider.py` (an OpenAI-compatible `/v1/chat/completions` on loopback) and
-`agent-platform serve` on the embedded defaults (a temporary data dir, embedded PostgreSQL, the
-job worker as serve's child process: `AP_WORKER_IN_PROCESS` left unset), with
-`AP_OPENAI_BASE_URL` pointing at the provider. Seeds an organization (an admin, one member per
-client, an agent on `openai:scripted-paced`, 3 knowledge bases), primes it (one Markdown file
-processed, so the worker has loaded its embedding model; one chat), then runs `--clients`
-asyncio clients (httpx, one connection pool each), closed loop, each drawing its next
-operation at random (seeded) from the mix in `MIX`:
-
-- listings: `GET /kb/manage`, `GET /kb/files?kbId=`, `GET /agents`, `GET /conversations`,
-  `GET /getConversation?threadId=` (a conversation of the client's);
-- uploads: `POST /upload/presigned`, the signed `PUT`, `POST /kb/files` of a small generated
-  Markdown file (`corpus.py`'s sentences), at most `--max-pending` files processing at once;
-  a watcher polls `GET /kb/files` every second and records each file's time to `completed`;
-  past `--kb-files` files a knowledge base's oldest finished file is removed (`DELETE
-  /kb/files`), so the data stays about the same size;
-- streaming chats: `POST /chat` read to `data: [DONE]` (the text checked against the scripted
-  answer), a new conversation or a follow-up turn in one of the client's; past
-  `--conversations` per client the oldest is deleted (`DELETE /conversations`);
-- admin: `GET /admin/getUsersInOrg`, `GET /orgSettings`, `PUT /orgSettings` (sidebar links and
-  feedback HTML changed every time).
-
-An error is any unexpected status or transport error, a stream without `[DONE]` or with
-other text, a file that ends other than `completed`. At the end of the warm-up (`--warmup`,
-default 10% of `--seconds`) and at the end the clients pause, close their connections, and
-after `--settle` seconds (at the end: until the figures match the warm-up's, at most
-`--end-wait` seconds) it measures: the RSS of serve and its children summed (psutil, median of
-5 samples), serve's open file descriptors (and the worker's), and the database connections
-(`pg_stat_activity`, client backends on the platform's database, the benchmark's own left
-out). Also sampled under load every `--seconds`/20 s for the timeline. Targets: no errors,
-RSS growth under 10% from the warm-up to the end, no more fds and database connections at
-the end than after the warm-up (the pools are saturated before the load, so the warm-up's
-figures are their high-water mark; a pool closes a connection unused for 300 s, so fewer is
-no leak, and a leak shows as more).
-The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+The workload, what counts as an error, when and what it measures, the targets and options:
+bench/README.md.
 """
 
 from __future__ import annotations
@@ -47,28 +14,31 @@ import asyncio
 import os
 import random
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from importlib.metadata import version
 from pathlib import Path
 from typing import Any
 
 import asyncpg
+import harness
 import httpx
 import psutil
-from chat_common import Platform, ScriptedRig, chat_body, read_stream, ui_delta
-from common import command_line, machine, machine_line, owner_connection, percentile, postmaster
-from corpus import TOPICS, paragraph, sentence, title
-from kb_endpoints import BENCH_DIR, ROOT, BenchError, Process, free_port, report, start
-from kb_endpoints import wait_ready as wait_http
+from corpus import TOPICS, markdown_note, sentence
+from harness import (
+    BenchError,
+    Platform,
+    chat_body,
+    expect,
+    percentile,
+    read_stream,
+    ui_delta,
+    verdict,
+)
 from scripted_provider import content_text
-
-from adapters.identity.dev_provider import DevIdentityProvider
 
 SATURATION_BURSTS = 3
 SATURATION_REQUESTS = 48  # more than serve's main pool (20)
@@ -125,17 +95,15 @@ MIX: dict[str, int] = {
     "settings_get": 4,
     "settings_put": 2,
 }
-OP_LABELS = {
-    "list_kbs": "listing",
-    "list_files": "listing",
-    "list_agents": "listing",
-    "list_conversations": "listing",
-    "get_conversation": "listing",
-    "chat": "streaming chat",
-    "upload": "upload (3 requests)",
-    "members": "admin",
-    "settings_get": "admin",
-    "settings_put": "admin",
+
+
+# The operations that are one GET: their endpoint, and whether as the admin (else a member).
+READS = {
+    "list_kbs": ("GET /kb/manage", False),
+    "list_agents": ("GET /agents", False),
+    "list_conversations": ("GET /conversations", False),
+    "members": ("GET /admin/getUsersInOrg", True),
+    "settings_get": ("GET /orgSettings", True),
 }
 
 
@@ -178,7 +146,6 @@ class Recorder:
     chat_first_ms: list[tuple[float, float]] = field(default_factory=list)
     processing_ms: list[tuple[float, float]] = field(default_factory=list)
     file_statuses: Counter[str] = field(default_factory=Counter)
-    ops: Counter[str] = field(default_factory=Counter)
 
     def add(self, endpoint: str, started: float, ok: bool, detail: str = "") -> None:
         self.samples.append(Sample(endpoint, started, (now() - started) * 1000, ok))
@@ -198,34 +165,23 @@ class PendingFile:
     associated: float
 
 
-def markdown(rng: random.Random, n: int) -> bytes:
-    topic = rng.choice(list(TOPICS))
-    parts = [f"# {title(rng, topic)} ({n})", ""]
-    for _ in range(rng.randint(2, 3)):
-        parts += [f"## {title(rng, topic)}", "", paragraph(rng, topic), ""]
-        if rng.random() < 0.4:
-            parts += [f"- {sentence(rng, topic)}" for _ in range(rng.randint(2, 4))] + [""]
-    return "\n".join(parts).encode()
-
-
-class Soak(ScriptedRig):
-    def __init__(self, args: argparse.Namespace, data_dir: Path) -> None:
+class Soak:
+    def __init__(self, args: argparse.Namespace, platform: Platform, provider_port: int) -> None:
         self.args = args
-        self.data_dir = data_dir
-        self.provider: Process | None = None
-        self.provider_port = free_port()
-        self.platform: Platform | None = None
-        self.issuer: DevIdentityProvider | None = None
-        self.admin_headers: dict[str, str] = {}
-        self.member_headers: list[dict[str, str]] = []
+        self.platform = platform
+        self.provider_port = provider_port
+        self.admin_headers = harness.bearer(platform.token(ADMIN, "admin", ORG_ID))
+        self.member_headers = [
+            harness.bearer(platform.token(f"user_soak_{i}", "member", ORG_ID))
+            for i in range(args.clients)
+        ]
         self.agent_id = 0
         self.kb_ids: list[int] = []
         self.rec = Recorder()
         self.expected = content_text(args.tokens)
         self.pending: dict[str, PendingFile] = {}
-        self.finished: dict[int, list[str]] = defaultdict(
-            list
-        )  # kb -> finished file ids, oldest first
+        # Per knowledge base, its finished files' ids, oldest first.
+        self.finished: dict[int, list[str]] = defaultdict(list)
         self.uploads = 0
         self.chats = 0
         self.settings_puts = 0
@@ -244,37 +200,8 @@ class Soak(ScriptedRig):
         self.window: tuple[float, float] = (0.0, 0.0)
         self.stopped_at = float("inf")
 
-    # processes ----------------------------------------------------------------------------
-    def start(self) -> None:
-        cmd = [
-            sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port",
-            str(self.provider_port), "--tokens", str(self.args.tokens),
-        ]  # fmt: skip
-        self.provider = start("provider", cmd, {}, self.data_dir / "provider.log")
-        wait_http(self.provider, self.provider_port, "/health", timeout=30)
-        env = {
-            "AP_OPENAI_BASE_URL": f"http://127.0.0.1:{self.provider_port}/v1",
-            "AP_OPENAI_API_KEY": "sk-bench-not-secret",
-            "AP_DEFAULT_CHAT_MODEL": f"openai:{MODEL}",
-            "AP_LOG_LEVEL": self.args.log_level,
-        }
-        print(f"starting agent-platform serve (data dir {self.data_dir})", flush=True)
-        self.platform = Platform.start(self.data_dir, env)
-        self.issuer = DevIdentityProvider(self.data_dir / "dev-idp" / "signing-key.pem")
-
-        def headers(user: str, role: str) -> dict[str, str]:
-            assert self.issuer is not None
-            token = self.issuer.issue(user_id=user, org_id=ORG_ID, role=role, ttl=86400)
-            return {"Authorization": f"Bearer {token}"}
-
-        self.admin_headers = headers(ADMIN, "admin")
-        self.member_headers = [
-            headers(f"user_soak_{i}", "member") for i in range(self.args.clients)
-        ]
-
     @property
     def url(self) -> str:
-        assert self.platform is not None
         return self.platform.url
 
     def new_client(self) -> httpx.AsyncClient:
@@ -285,15 +212,15 @@ class Soak(ScriptedRig):
         async with self.new_client() as client:
             body = {"name": "Soak agent", "model": f"openai:{MODEL}"}
             response = await client.post("/agents", json=body, headers=self.admin_headers)
-            self.agent_id = int(self.json(response, 201)["agent"]["id"])
+            self.agent_id = int(expect(response, 201)["agent"]["id"])
             for i in range(KB_COUNT):
                 response = await client.post(
                     "/kb/manage", json={"name": f"Soak KB {i}"}, headers=self.admin_headers
                 )
-                self.kb_ids.append(int(self.json(response, 201)["knowledgeBase"]["id"]))
+                self.kb_ids.append(int(expect(response, 201)["knowledgeBase"]["id"]))
             # Each member's first call records the member (just-in-time).
             for headers in self.member_headers:
-                self.json(await client.get("/kb/manage", headers=headers), 200)
+                expect(await client.get("/kb/manage", headers=headers), 200)
             # Prime: one file processed (the worker loads its embedding model), one chat.
             rng = random.Random(self.args.seed - 1)
             started = now()
@@ -359,28 +286,16 @@ class Soak(ScriptedRig):
                 await asyncio.sleep(0.5)
         print(f"saturated: {SATURATION_BURSTS} bursts, {SATURATION_FILES} files", flush=True)
 
-    @staticmethod
-    def json(response: httpx.Response, status: int) -> Any:
-        if response.status_code != status:
-            raise BenchError(
-                f"{response.request.method} {response.request.url} -> {response.status_code}: "
-                f"{response.text[:500]}"
-            )
-        return response.json()
-
     # operations ---------------------------------------------------------------------------
     async def call(
-        self,
-        client: httpx.AsyncClient,
-        endpoint: str,
-        method: str,
-        url: str,
-        expected: int = 200,
+        self, client: httpx.AsyncClient, endpoint: str, expected: int = 200, url: str = "",
         **kw: Any,
-    ) -> httpx.Response | None:
+    ) -> httpx.Response | None:  # fmt: skip
+        """One request, recorded under `endpoint` ("METHOD /path", the URL unless `url`)."""
         started = now()
+        method, path = endpoint.split()[:2]
         try:
-            response = await client.request(method, url, **kw)
+            response = await client.request(method, url or path, **kw)
         except httpx.HTTPError as error:
             self.rec.add(endpoint, started, False, f"{type(error).__name__}: {error}")
             return None
@@ -392,18 +307,17 @@ class Soak(ScriptedRig):
     async def upload(self, client: httpx.AsyncClient, rng: random.Random, kb_id: int) -> bool:
         self.uploads += 1
         n = self.uploads
-        data = markdown(rng, n)
+        data = markdown_note(rng, f" ({n})", sections=3).encode()
         name = f"soak-{n:05d}.md"
         presign = {"fileName": name, "contentType": "text/markdown", "fileSize": len(data)}
         response = await self.call(
-            client, "POST /upload/presigned", "POST", "/upload/presigned", json=presign,
-            headers=self.admin_headers,
-        )  # fmt: skip
+            client, "POST /upload/presigned", json=presign, headers=self.admin_headers
+        )
         if response is None:
             return False
         upload = response.json()
         put = await self.call(
-            client, "PUT /storage/… (signed upload)", "PUT", upload["uploadUrl"], content=data,
+            client, "PUT /storage/… (signed upload)", url=upload["uploadUrl"], content=data,
             headers=upload.get("headers") or {},
         )  # fmt: skip
         if put is None:
@@ -419,9 +333,8 @@ class Soak(ScriptedRig):
         }
         self.pending[upload["fileId"]] = PendingFile(kb_id, upload["fileId"], now())
         associated = await self.call(
-            client, "POST /kb/files", "POST", "/kb/files", 201, json=body,
-            headers=self.admin_headers,
-        )  # fmt: skip
+            client, "POST /kb/files", 201, json=body, headers=self.admin_headers
+        )
         if associated is None:
             self.pending.pop(upload["fileId"], None)
             return False
@@ -432,16 +345,14 @@ class Soak(ScriptedRig):
         if len(finished) <= self.args.kb_files:
             return
         file_id = finished.pop(0)
-        await self.call(
-            client, "DELETE /kb/files", "DELETE", "/kb/files",
-            params={"kbId": kb_id, "fileId": file_id}, headers=self.admin_headers,
-        )  # fmt: skip
+        params = {"kbId": kb_id, "fileId": file_id}
+        await self.call(client, "DELETE /kb/files", params=params, headers=self.admin_headers)
 
     async def poll_files(self, client: httpx.AsyncClient) -> None:
         for kb_id in {p.kb_id for p in self.pending.values()}:
             response = await self.call(
-                client, "GET /kb/files (status watcher)", "GET", "/kb/files",
-                params={"kbId": kb_id}, headers=self.admin_headers,
+                client, "GET /kb/files (status watcher)", params={"kbId": kb_id},
+                headers=self.admin_headers,
             )  # fmt: skip
             if response is None:
                 continue
@@ -495,10 +406,8 @@ class Soak(ScriptedRig):
                 threads.append(result.thread_id)
         while len(threads) > self.args.conversations:
             old = threads.pop(0)
-            await self.call(
-                client, "DELETE /conversations", "DELETE", "/conversations",
-                params={"threadId": old}, headers=headers,
-            )  # fmt: skip
+            params = {"threadId": old}
+            await self.call(client, "DELETE /conversations", params=params, headers=headers)
 
     async def operation(
         self, op: str, client: httpx.AsyncClient, rng: random.Random, index: int,
@@ -506,38 +415,24 @@ class Soak(ScriptedRig):
     ) -> None:  # fmt: skip
         member = self.member_headers[index]
         admin = self.admin_headers
-        self.rec.ops[op] += 1
-        if op == "list_kbs":
-            await self.call(client, "GET /kb/manage", "GET", "/kb/manage", headers=member)
+        if op in READS:
+            endpoint, as_admin = READS[op]
+            await self.call(client, endpoint, headers=admin if as_admin else member)
         elif op == "list_files":
-            kb_id = rng.choice(self.kb_ids)
-            await self.call(
-                client, "GET /kb/files", "GET", "/kb/files", params={"kbId": kb_id}, headers=admin
-            )
-        elif op == "list_agents":
-            await self.call(client, "GET /agents", "GET", "/agents", headers=member)
-        elif op == "list_conversations":
-            await self.call(client, "GET /conversations", "GET", "/conversations", headers=member)
+            params = {"kbId": rng.choice(self.kb_ids)}
+            await self.call(client, "GET /kb/files", params=params, headers=admin)
         elif op == "get_conversation":
             if not threads:
                 await self.chat(client, rng, index, threads)
                 return
-            await self.call(
-                client, "GET /getConversation", "GET", "/getConversation",
-                params={"threadId": rng.choice(threads)}, headers=member,
-            )  # fmt: skip
+            params = {"threadId": rng.choice(threads)}
+            await self.call(client, "GET /getConversation", params=params, headers=member)
         elif op == "chat":
             await self.chat(client, rng, index, threads)
         elif op == "upload":
             kb_id = rng.choice(self.kb_ids)
             await self.upload(client, rng, kb_id)
             await self.remove_oldest_file(client, kb_id)
-        elif op == "members":
-            await self.call(
-                client, "GET /admin/getUsersInOrg", "GET", "/admin/getUsersInOrg", headers=admin
-            )
-        elif op == "settings_get":
-            await self.call(client, "GET /orgSettings", "GET", "/orgSettings", headers=admin)
         elif op == "settings_put":
             self.settings_puts += 1
             n = self.settings_puts
@@ -547,10 +442,7 @@ class Soak(ScriptedRig):
                 ],
                 "feedbackModal": {"customHtml": f"<p>Soak feedback <b>{n}</b></p>"},
             }
-            await self.call(
-                client, "PUT /orgSettings", "PUT", "/orgSettings", json={"settings": settings},
-                headers=admin,
-            )  # fmt: skip
+            await self.call(client, "PUT /orgSettings", json={"settings": settings}, headers=admin)
         else:  # pragma: no cover
             raise BenchError(f"unknown operation {op}")
 
@@ -598,7 +490,7 @@ class Soak(ScriptedRig):
             return await self._measure(label)
 
     async def _measure(self, label: str) -> Checkpoint:
-        assert self.platform is not None and self.pg is not None
+        assert self.pg is not None
         serve = psutil.Process(self.platform.process.popen.pid)
         samples: dict[str, list[int]] = defaultdict(list)
         for _ in range(5):
@@ -627,7 +519,7 @@ class Soak(ScriptedRig):
             except psutil.Error:
                 continue
         rss = {name: int(statistics.median(values)) for name, values in samples.items()}
-        pg_pid, _ = postmaster(self.platform.pgdata)
+        pg_pid, _ = harness.postmaster(self.platform.pgdata)
         rows = await self.pg.fetch(
             "SELECT usename, coalesce(application_name, '') AS app, state, count(*) AS n "
             "FROM pg_stat_activity WHERE datname = current_database() "
@@ -652,7 +544,7 @@ class Soak(ScriptedRig):
             at=self.elapsed(),
             rss=rss,
             pss_total=pss_total,
-            pg_pss=tree_pss(pg_pid),
+            pg_pss=harness.tree_pss(pg_pid),
             serve_fds=serve.num_fds(),
             worker_fds=worker_fds,
             fd_kinds=fd_kinds(serve, self.provider_port, self.platform.port),
@@ -705,8 +597,7 @@ class Soak(ScriptedRig):
     async def run(self) -> None:
         args = self.args
         await self.seed()
-        assert self.platform is not None
-        self.pg = await owner_connection(self.platform.pgdata)
+        self.pg = await harness.owner_connection(self.platform.pgdata)
         try:
             self.clients = [self.new_client() for _ in range(args.clients)]
             self.running.set()
@@ -831,21 +722,6 @@ def _readlink(path: str) -> str:
         return ""
 
 
-def tree_pss(pid: int) -> int:
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0
-    total = 0
-    for proc in procs:
-        try:
-            total += proc.memory_full_info().pss
-        except psutil.Error:
-            continue
-    return total
-
-
 def settled_back(start: Checkpoint, end: Checkpoint) -> bool:
     """No more fds or database connections than after the warm-up. The pools start the load
     at their high-water mark (`Soak.saturate`) and close a connection unused for 300 s, so
@@ -858,16 +734,6 @@ def mib(rss: dict[str, int]) -> str:
 
 
 # report -------------------------------------------------------------------------------------
-def uptime() -> str:
-    done = subprocess.run(["uptime"], capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
-def git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return done.stdout.strip()
-
-
 @dataclass
 class Verdicts:
     errors: int
@@ -903,16 +769,12 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
     v = verdicts(soak)
     mix = ", ".join(f"{op} {w}" for op, w in MIX.items())
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('soak.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info['machine'])}; at the end {info['load_end']}. `uptime` "
-        f"at start: `{info['uptime_start']}`; at the end: `{info['uptime_end']}`. serve, its "
-        "worker, PostgreSQL, the scripted provider and the clients share these CPUs, and other "
-        "sessions' jobs on the machine were not stopped.",
-        f"- Code measured: HEAD {info['commit']} ({info['tree']}).",
+        *harness.heading(SECTION_TITLE, "soak.py"),
+        f"- Machine: {harness.machine_line(info['machine'])}; at the end {info['load_end']}. "
+        f"`uptime` at start: `{info['uptime_start']}`; at the end: `{info['uptime_end']}`. "
+        "serve, its worker, PostgreSQL, the scripted provider and the clients share these CPUs, "
+        "and other sessions' jobs on the machine were not stopped.",
+        f"- Code measured: {info['code']}.",
         f"- Platform: `agent-platform serve` on the embedded defaults (temporary data dir, "
         f"embedded PostgreSQL, the job worker as serve's child: `AP_WORKER_IN_PROCESS` unset; "
         f"one uvicorn worker; litestar {version('litestar')}, dishka {version('dishka')}, "
@@ -1076,10 +938,6 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
     return "\n".join(lines), v.ok
 
 
-def verdict(ok: bool) -> str:
-    return "PASS" if ok else "FAIL"
-
-
 def fmt_mib(value: int | None) -> str:
     return "-" if value is None else f"{value / 2**20:.1f} MiB"
 
@@ -1089,38 +947,31 @@ def pct(a: int, b: int) -> str:
 
 
 # run ----------------------------------------------------------------------------------------
-def run(args: argparse.Namespace) -> int:
-    info: dict[str, Any] = {"machine": machine(), "uptime_start": uptime()}
-    dirty = git("status", "--porcelain", "--", "src")
-    info["commit"] = git("rev-parse", "--short", "HEAD")
-    info["tree"] = "src/ as committed" if not dirty else f"src/ with uncommitted changes: {dirty!r}"
-    with tempfile.TemporaryDirectory(prefix="ap-bench-soak-") as tmp:
-        soak = Soak(args, Path(tmp).resolve())
+def run(args: argparse.Namespace, machine: dict[str, str]) -> tuple[str, bool]:
+    info: dict[str, Any] = {"machine": machine, "uptime_start": harness.uptime()}
+    info["code"] = harness.code_state()
+    with harness.Rig("ap-bench-soak-") as rig:
+        port = harness.free_port()
+        platform, _ = rig.scripted(args, MODEL, port=port)
+        soak = Soak(args, platform, port)
         try:
-            soak.start()
             asyncio.run(soak.run())
         except BaseException:
-            print(soak.logs(), file=sys.stderr)
-            if soak.platform is not None:
-                kept = Path(tempfile.gettempdir()) / "soak-serve-failed.log"
-                kept.write_bytes(soak.platform.process.log.read_bytes())
-                print(f"serve's log kept in {kept}", file=sys.stderr)
+            kept = Path(tempfile.gettempdir()) / "soak-serve-failed.log"
+            kept.write_bytes(platform.process.log.read_bytes())
+            print(f"serve's log kept in {kept}", file=sys.stderr)
             raise
-        finally:
-            soak.stop_all()
-    info["uptime_end"] = uptime()
-    info["load_end"] = "load average " + " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text, ok = section(soak, args, info)
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    info["uptime_end"] = harness.uptime()
+    info["load_end"] = f"load average {harness.load_average()}"
+    return section(soak, args, info)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, serve=True, provider=True)
     parser.add_argument("--seconds", type=float, default=600.0, help="load duration")
     parser.add_argument("--warmup", type=float, help="seconds (default: 10%% of --seconds)")
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--think", type=float, default=0.0, help="seconds between operations")
-    parser.add_argument("--tokens", type=int, default=200, help="content deltas per answer")
     parser.add_argument("--max-pending", type=int, default=4, help="files processing at once")
     parser.add_argument("--kb-files", type=int, default=30, help="finished files kept per KB")
     parser.add_argument("--conversations", type=int, default=10, help="kept per client")
@@ -1129,18 +980,12 @@ def main() -> int:
     parser.add_argument("--end-wait", type=float, default=30.0, help="at most, at the end")
     parser.add_argument("--timeout", type=float, default=60.0, help="per request, seconds")
     parser.add_argument("--seed", type=int, default=17)
-    parser.add_argument("--log-level", default="info", help="the platform's AP_LOG_LEVEL")
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     args = parser.parse_args()
     if args.warmup is None:
         args.warmup = args.seconds / 10
     if args.seconds <= args.warmup or args.clients < 1:
         parser.error("--seconds must exceed --warmup, and --clients be at least 1")
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, args, run)
 
 
 if __name__ == "__main__":

@@ -3,42 +3,7 @@ check adds to a chat's time to first byte.
 
     .venv/bin/python bench/spend.py [--events 1000000] [--rounds 3] [--requests 200]
 
-Starts `bench/scripted_provider.py` (an OpenAI-compatible server on loopback answering 200
-content deltas at once) and `agent-platform serve` on a temporary data dir with
-`AP_OPENAI_BASE_URL` pointing at it and `AP_MODEL_PRICES` pricing `openai:scripted`, so that
-every chat is metered. Two organizations:
-
-- *capped* (`org_bench`): `--events` rows in `usage_events` over the last `--days` days
-  (random tokens and costs, seeded), inserted in one SQL statement as the database owner with
-  triggers off and `usage_daily` filled afterwards with the migration's backfill GROUP BY
-  (`--seed-mode bulk`, the default: about 20 s), or through the `usage_events_roll_up` row
-  trigger (`--seed-mode trigger`: about 6 minutes for 1,000,000 rows, since in one transaction
-  every upsert of a day's row walks that row's versions left by the ones before);
-  caps saved with `PUT /orgSettings` (`spendCaps` daily, weekly and monthly, far above what
-  the ledger holds); five agents;
-- *uncapped* (`org_bench_nocaps`): no usage events, settings saved without caps, one agent.
-
-Then:
-
-1. `GET /orgSettings` with wrk, interleaved rounds, each target unloaded (`-t1 -c1`) and loaded
-   (`-t2 -c32`): the capped organization (settings + `spendCapStatus` from the roll-up); the
-   uncapped one (the same endpoint without the spend read); `GET /agents` of the capped one
-   (5 agents: a cheap authenticated GET of the same server). Target: p50 < 10 ms (unloaded).
-2. chat time to first byte: one agent per organization on `openai:scripted`, identical,
-   `POST /chat` to each alternately one by one (the first of each pair alternating),
-   `--requests` per organization per round, `--chat-rounds` rounds; p50 of the first
-   `text-delta` per round; added = p50 capped - p50 uncapped, median over rounds (target
-   < 2 ms). Then (diagnostic, unless
-   `--no-async-phase`) the same again with `synchronous_commit = off` for the whole server
-   (`ALTER SYSTEM`, reloaded; reset afterwards): what the cap check adds when its writes do
-   not wait for the WAL flush.
-3. SQL (diagnostic): the ledger's statements timed as the service sends them (the app role,
-   row-level security, `app.org_id` set), one by one interleaved: `ap_reserve_spend` for each
-   organization (then released), the release, the spend read of `GET /orgSettings`, and
-   `SELECT 1`; EXPLAIN ANALYZE of the spend read, and of the same sums taken from
-   `usage_events` directly (what the roll-up saves).
-
-The result goes to stdout and to this benchmark's section of BENCHMARKS.md.
+The two organizations, the phases, the targets and options: bench/README.md.
 """
 
 from __future__ import annotations
@@ -47,11 +12,7 @@ import argparse
 import asyncio
 import json
 import os
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -63,26 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import asyncpg
+import harness
 import httpx
-from chat_common import Platform, StreamResult, chat_body, read_stream, require, ui_delta
-from common import command_line, machine, machine_line, owner_url, percentile
-from kb_endpoints import (
-    BENCH_DIR,
-    ROOT,
-    BenchError,
-    Measurement,
-    Process,
-    expect,
-    free_port,
-    report,
-    start,
-    stop,
-    tail,
-    wait_ready,
-    wrk,
-)
+from harness import BenchError, PairedChat, Rounds, expect, fmt
+from harness import median as med
 from scripted_provider import content_text
-from skills import provider_ms, token
 
 SECTION_TITLE = "Spend caps: GET /orgSettings over 1,000,000 usage events, the cap check in chat"
 CAPPED_ORG = "org_bench"
@@ -159,9 +105,13 @@ def midnight(day: date) -> datetime:
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 
 
+def require(condition: bool, message: str) -> None:
+    if not condition:
+        raise BenchError(message)
+
+
 async def seed_ledger(pgdata: Path, args: argparse.Namespace) -> Seeded:
-    conn = await asyncpg.connect(owner_url(pgdata))
-    try:
+    async with harness.owner(pgdata) as conn:
         await conn.execute("SELECT setseed($1)", args.seed / 1000)
         t0 = time.perf_counter()
         async with conn.transaction():
@@ -201,8 +151,6 @@ async def seed_ledger(pgdata: Path, args: argparse.Namespace) -> Seeded:
             spent={p: float(row[i]) for i, p in enumerate(starts)},
             caps_via="",
         )
-    finally:
-        await conn.close()
 
 
 def save_settings(url: str, org: str, admin: str, settings: dict[str, Any], pgdata: Path) -> str:
@@ -214,19 +162,8 @@ def save_settings(url: str, org: str, admin: str, settings: dict[str, Any], pgda
         timeout=30.0,
     )
     if response.status_code in (404, 405):
-
-        async def direct() -> None:
-            conn = await asyncpg.connect(owner_url(pgdata))
-            try:
-                await conn.execute(
-                    "INSERT INTO org_settings (org_id, settings) VALUES ($1, $2::jsonb)",
-                    org,
-                    json.dumps(settings),
-                )
-            finally:
-                await conn.close()
-
-        asyncio.run(direct())
+        sql = "INSERT INTO org_settings (org_id, settings) VALUES ($1, $2::jsonb)"
+        harness.owner_execute(pgdata, sql, org, json.dumps(settings))
         return "the `org_settings` row in SQL (`PUT /orgSettings` answered 404)"
     expect(response, 200)
     return "`PUT /orgSettings` as `org:admin`"
@@ -241,162 +178,8 @@ TARGETS = {
 LOADS = {"unloaded": (1, 1), "loaded": (2, 32)}
 
 
-@dataclass
-class ListResults:
-    rounds: dict[tuple[str, str], list[Measurement]] = field(default_factory=dict)
-
-    def add(self, target: str, load: str, m: Measurement) -> None:
-        self.rounds.setdefault((target, load), []).append(m)
-
-    def median(self, target: str, load: str, attr: str) -> float:
-        return float(statistics.median(getattr(m, attr) for m in self.rounds[(target, load)]))
-
-    def per_round(self, target: str, load: str, attr: str) -> str:
-        return ", ".join(f"{getattr(m, attr):.2f}" for m in self.rounds[(target, load)])
-
-
-def measure_listings(
-    urls: dict[str, str], tokens: dict[str, str], args: argparse.Namespace
-) -> ListResults:
-    def run(target: str, load: str, duration: float) -> Measurement:
-        threads, connections = LOADS[load]
-        ns = argparse.Namespace(threads=threads, connections=connections)
-        return wrk(urls[target], tokens[target], ns, duration)
-
-    for target in TARGETS:
-        print(f"warm-up  {target} ({args.warmup:g}s)", flush=True)
-        run(target, "loaded", args.warmup)
-    results = ListResults()
-    order = list(TARGETS)
-    for r in range(args.rounds):
-        rotated = order[r % len(order) :] + order[: r % len(order)]
-        for load in LOADS:
-            for target in rotated:
-                m = run(target, load, args.duration)
-                results.add(target, load, m)
-                errors = f"  errors {m.errors}" if m.errors else ""
-                print(
-                    f"round {r + 1}  {target:8} {load:8}  {m.rps:8.1f} req/s  "
-                    f"p50 {m.p50_ms:7.2f} ms  p99 {m.p99_ms:7.2f} ms{errors}",
-                    flush=True,
-                )
-    return results
-
-
 # chat -----------------------------------------------------------------------------------
 CONFIGS = ("capped", "uncapped")
-
-
-@dataclass
-class ChatRound:
-    first_p50: float
-    first_p99: float
-    provider_p50: float
-    headers_p50: float
-    last_p50: float
-    n: int
-
-
-@dataclass
-class ChatResults:
-    rounds: dict[str, list[ChatRound]] = field(default_factory=lambda: {c: [] for c in CONFIGS})
-    paired: list[float] = field(default_factory=list)
-    errors: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CONFIGS})
-    chats: dict[str, int] = field(default_factory=lambda: {c: 0 for c in CONFIGS})
-
-    def added(self, attr: str) -> float:
-        pairs = zip(self.rounds["capped"], self.rounds["uncapped"], strict=True)
-        return float(statistics.median(getattr(a, attr) - getattr(b, attr) for a, b in pairs))
-
-    def med(self, config: str, attr: str) -> float:
-        return float(statistics.median(getattr(x, attr) for x in self.rounds[config]))
-
-    def per_round(self, config: str, attr: str) -> list[float]:
-        return [getattr(x, attr) for x in self.rounds[config]]
-
-
-class Chat:
-    def __init__(self, platform: Platform, provider_url: str, tokens: dict[str, str],
-                 agents: dict[str, int], args: argparse.Namespace,
-                 label: str = "chat") -> None:  # fmt: skip
-        self.platform = platform
-        self.provider_url = provider_url
-        self.tokens = tokens
-        self.agents = agents
-        self.args = args
-        self.expected = content_text(args.tokens)
-        self.titles = 0
-        self.label = label
-
-    async def one(
-        self, client: httpx.AsyncClient, config: str, results: ChatResults
-    ) -> StreamResult:
-        self.titles += 1
-        results.chats[config] += 1
-        body = chat_body(self.agents[config], PROMPT, f"Spend bench {self.label} {self.titles}")
-        headers = {"Authorization": f"Bearer {self.tokens[config]}"}
-        return await read_stream(client, f"{self.platform.url}/chat", body, headers, ui_delta)
-
-    def problem(self, result: StreamResult) -> str | None:
-        if not result.ok:
-            return "; ".join(result.errors) or f"status {result.status}"
-        if "".join(result.text) != self.expected:
-            return "the assembled text differs from the scripted answer"
-        return None
-
-    async def run(self, results: ChatResults) -> None:
-        limits = httpx.Limits(max_connections=10, max_keepalive_connections=10)
-        async with httpx.AsyncClient(limits=limits, timeout=120.0) as client:
-            for config in CONFIGS:
-                first = await self.one(client, config, results)
-                require(self.problem(first) is None, f"{config}: {self.problem(first)}")
-            print(f"chat warm-up: {self.args.chat_warmup} per organization", flush=True)
-            for _ in range(self.args.chat_warmup):
-                for config in CONFIGS:
-                    await self.one(client, config, results)
-            for r in range(self.args.chat_rounds):
-                got: dict[str, list[StreamResult]] = {c: [] for c in CONFIGS}
-                pairs: list[tuple[StreamResult | None, StreamResult | None]] = []
-                for i in range(self.args.requests):
-                    order = CONFIGS if (i + r) % 2 == 0 else CONFIGS[::-1]
-                    pair: dict[str, StreamResult | None] = {}
-                    for config in order:
-                        result = await self.one(client, config, results)
-                        if self.problem(result) is None:
-                            got[config].append(result)
-                            pair[config] = result
-                        else:
-                            results.errors[config] += 1
-                            pair[config] = None
-                            print(f"  {config} error: {self.problem(result)}", flush=True)
-                    pairs.append((pair["capped"], pair["uncapped"]))
-                arrivals = sorted((await client.get(f"{self.provider_url}/arrivals")).json())
-                for config in CONFIGS:
-                    items = got[config]
-                    require(bool(items), f"no successful chat in {config} in round {r + 1}")
-                    provider = [p for p in (provider_ms(x, arrivals) for x in items) if p]
-                    results.rounds[config].append(
-                        ChatRound(
-                            first_p50=percentile([x.first_ms for x in items], 50),
-                            first_p99=percentile([x.first_ms for x in items], 99),
-                            provider_p50=percentile(provider, 50) if provider else float("nan"),
-                            headers_p50=percentile(
-                                [(x.marks["headers"] - x.started) * 1000 for x in items], 50
-                            ),
-                            last_p50=percentile([x.last_ms for x in items], 50),
-                            n=len(items),
-                        )
-                    )
-                diffs = [a.first_ms - b.first_ms for a, b in pairs if a and b]
-                results.paired.append(statistics.median(diffs))
-                a, b = results.rounds["capped"][-1], results.rounds["uncapped"][-1]
-                print(
-                    f"round {r + 1} {self.label}  first p50 capped {a.first_p50:.2f} ms, uncapped "
-                    f"{b.first_p50:.2f} ms: {a.first_p50 - b.first_p50:+.2f} ms (paired median "
-                    f"{results.paired[-1]:+.2f}); provider read p50 {a.provider_p50:.2f} / "
-                    f"{b.provider_p50:.2f} ms",
-                    flush=True,
-                )
 
 
 # SQL ------------------------------------------------------------------------------------
@@ -434,7 +217,7 @@ SERVER_SETTINGS = ("synchronous_commit", "fsync", "wal_sync_method", "commit_del
 
 async def app_connection(pgdata: Path, org: str) -> asyncpg.Connection:
     """As the service's connections run: the app role (row-level security), `app.org_id` set."""
-    conn: asyncpg.Connection = await asyncpg.connect(owner_url(pgdata))
+    conn = await harness.owner_connection(pgdata)
     await conn.execute(f'SET ROLE "{APP_ROLE}"')
     await conn.execute("SELECT set_config('app.org_id', $1, false)", org)
     return conn
@@ -496,24 +279,10 @@ async def measure_sql(pgdata: Path, args: argparse.Namespace) -> SqlResults:
             "resize_async": resize(relaxed, "async"),
             "release_async": release(relaxed, "async"),
         }
-        for _ in range(args.sql_warmup):
-            for fn in steps.values():
-                await fn()
-        for r in range(args.rounds):
-            samples: dict[str, list[float]] = {name: [] for name in steps}
-            for i in range(args.sql_iterations):
-                groups = SQL_GROUPS if (i + r) % 2 == 0 else SQL_GROUPS[::-1]
-                for name in (n for group in groups for n in group):
-                    t0 = time.perf_counter()
-                    await steps[name]()
-                    samples[name].append((time.perf_counter() - t0) * 1000)
-            for name, values in samples.items():
-                out.rows.setdefault(name, []).append(percentile(values, 50))
-            print(
-                f"round {r + 1} SQL p50: "
-                + ", ".join(f"{n} {v[-1]:.3f} ms" for n, v in out.rows.items()),
-                flush=True,
-            )
+        out.rows = await harness.time_steps(
+            steps, lambda r, i: [n for g in harness.alternate(SQL_GROUPS, i + r) for n in g],
+            args.rounds, args.sql_iterations, args.sql_warmup, "SQL",
+        )  # fmt: skip
         left = await capped.fetchval("SELECT count(*) FROM spend_reservations")
         require(left == 0, f"{left} reservations left after the SQL steps")
         explain = "EXPLAIN (ANALYZE, BUFFERS, SUMMARY) "
@@ -533,8 +302,7 @@ async def measure_sql(pgdata: Path, args: argparse.Namespace) -> SqlResults:
 
 async def synchronous_commit(pgdata: Path, on: bool) -> None:
     """The server's default for every session (the pool's too, at their next statement)."""
-    conn = await asyncpg.connect(owner_url(pgdata))
-    try:
+    async with harness.owner(pgdata) as conn:
         if on:
             await conn.execute("ALTER SYSTEM RESET synchronous_commit")
         else:
@@ -543,13 +311,10 @@ async def synchronous_commit(pgdata: Path, on: bool) -> None:
         await asyncio.sleep(0.5)
         got = await conn.fetchval("SHOW synchronous_commit")
         require(got == ("on" if on else "off"), f"synchronous_commit is {got}")
-    finally:
-        await conn.close()
 
 
 async def leftovers(pgdata: Path) -> dict[str, Any]:
-    conn = await asyncpg.connect(owner_url(pgdata))
-    try:
+    async with harness.owner(pgdata) as conn:
         return {
             "reservations": await conn.fetchval("SELECT count(*) FROM spend_reservations"),
             "events": dict(
@@ -558,29 +323,14 @@ async def leftovers(pgdata: Path) -> dict[str, Any]:
                 )
             ),
         }
-    finally:
-        await conn.close()
 
 
 # report -----------------------------------------------------------------------------------
-def fmt(values: list[float], digits: int = 2) -> str:
-    return ", ".join(f"{v:.{digits}f}" for v in values)
-
-
-def med(values: list[float]) -> float:
-    return float(statistics.median(values))
-
-
-def git(*args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=ROOT, capture_output=True, text=True, check=False)
-    return done.stdout.rstrip()
-
-
 def code_line(note: str | None) -> str:
     if note:
         return note
-    head = git("rev-parse", "--short", "HEAD")
-    dirty = [line[3:] for line in git("status", "--porcelain", "--", "src").splitlines()]
+    head = harness.git("rev-parse", "--short", "HEAD")
+    dirty = [line[3:] for line in harness.git("status", "--porcelain", "--", "src").splitlines()]
     if not dirty:
         return f"HEAD {head}, `src/` as committed"
     return (
@@ -594,12 +344,12 @@ def plan_lines(plan: str) -> list[str]:
 
 
 def section(
-    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: ListResults,
-    chat: ChatResults, relaxed: ChatResults | None, sql: SqlResults | None,
+    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: Rounds,
+    chat: PairedChat, relaxed: PairedChat | None, sql: SqlResults | None,
     end: dict[str, Any],
 ) -> tuple[str, bool]:  # fmt: skip
-    verdict = {True: "PASS", False: "FAIL"}
-    settings_p50 = lists.median("capped", "unloaded", "p50_ms")
+    verdict = harness.verdict
+    settings_p50 = lists.median(("capped", "unloaded"), "p50_ms")
     added = chat.added("first_p50")
     errors = sum(chat.errors.values())
     ok = settings_p50 < SETTINGS_TARGET_MS and added < ADDED_TARGET_MS and errors == 0
@@ -615,12 +365,8 @@ def section(
         "event per transaction)"
     )
     lines = [
-        f"## {SECTION_TITLE}",
-        "",
-        f"Measured {datetime.now(UTC):%Y-%m-%d %H:%M} UTC with `{command_line('spend.py')}` "
-        "(from the repository root).",
-        "",
-        f"- Machine: {machine_line(info)}; at the end load average {end['load']}. The "
+        *harness.heading(SECTION_TITLE, "spend.py"),
+        f"- Machine: {harness.machine_line(info)}; at the end load average {end['load']}. The "
         "platform, its PostgreSQL, the scripted provider, wrk and the client share these CPUs, "
         "and other sessions' jobs were running on the machine.",
         f"- Code measured: {code_line(args.code_note)}.",
@@ -657,18 +403,11 @@ def section(
         "",
         "| Request | load | req/s | p50 (ms) | p99 (ms) | p50 per round (ms) |",
         "|---|---|---:|---:|---:|---|",
+        *harness.wrk_table(lists, TARGETS, LOADS, per_round=True),
     ]
-    for load in LOADS:
-        for target, label in TARGETS.items():
-            lines.append(
-                f"| {label} | {load} | {lists.median(target, load, 'rps'):.0f} | "
-                f"{lists.median(target, load, 'p50_ms'):.2f} | "
-                f"{lists.median(target, load, 'p99_ms'):.2f} | "
-                f"{lists.per_round(target, load, 'p50_ms')} |"
-            )
-    c_un, u_un = settings_p50, lists.median("uncapped", "unloaded", "p50_ms")
-    a_un = lists.median("agents", "unloaded", "p50_ms")
-    rps = lists.median("capped", "loaded", "rps") / lists.median("uncapped", "loaded", "rps")
+    c_un, u_un = settings_p50, lists.median(("uncapped", "unloaded"), "p50_ms")
+    a_un = lists.median(("agents", "unloaded"), "p50_ms")
+    rps = lists.median(("capped", "loaded"), "rps") / lists.median(("uncapped", "loaded"), "rps")
     lines += [
         "",
         f"Unloaded p50: capped {c_un:.2f} ms = without caps {u_un:.2f} ms "
@@ -676,7 +415,6 @@ def section(
         f"{a_un:.2f} ms. Loaded throughput: capped {rps:.0%} of uncapped.",
         "",
     ]
-    a, b = chat.rounds["capped"], chat.rounds["uncapped"]
     lines += [
         f"Chat: one agent per organization on `openai:{MODEL}`, the same name, role and "
         "model; one httpx client (keep-alive), every chat a new conversation with a supplied "
@@ -700,22 +438,12 @@ def section(
         "headers p50 (ms) | `[DONE]` p50 (ms) |",
         "|---|---:|---:|---:|---:|---:|",
     ]
-    rows = (("uncapped", "no caps, no events"), ("capped", f"3 caps, {seeded.events:,} events"))
-    for config, label in rows:
-        lines.append(
-            f"| {label} | {chat.med(config, 'first_p50'):.2f} | "
-            f"{chat.med(config, 'first_p99'):.2f} | {chat.med(config, 'provider_p50'):.2f} | "
-            f"{chat.med(config, 'headers_p50'):.2f} | {chat.med(config, 'last_p50'):.2f} |"
-        )
+    rows = {"uncapped": "no caps, no events", "capped": f"3 caps, {seeded.events:,} events"}
     lines += [
-        f"| added by the cap check | {added:.2f} | | {chat.added('provider_p50'):.2f} | "
-        f"{chat.added('headers_p50'):.2f} | {chat.added('last_p50'):.2f} |",
+        *chat.table(rows, "added by the cap check"),
         "",
-        f"Per round (ms): first p50 capped {fmt([x.first_p50 for x in a])}; uncapped "
-        f"{fmt([x.first_p50 for x in b])}; added "
-        f"{fmt([x.first_p50 - y.first_p50 for x, y in zip(a, b, strict=True)])}; paired "
-        f"median {fmt(chat.paired)}. Errors: capped {chat.errors['capped']}, uncapped "
-        f"{chat.errors['uncapped']}. After the run: {end['reservations']} reservations left "
+        f"Per round (ms): {chat.per_round('capped', 'uncapped')} After the run: "
+        f"{end['reservations']} reservations left "
         f"(every one settled), ledger rows added by the chats: "
         f"{end['events'].get(CAPPED_ORG, 0) - seeded.events} capped ({chat.chats['capped']} "
         f"chats{', the phase below included' if relaxed else ''}), "
@@ -723,7 +451,6 @@ def section(
         "",
     ]
     if relaxed is not None:
-        x, y = relaxed.rounds["capped"], relaxed.rounds["uncapped"]
         lines += [
             "The same chats again (diagnostic, not how the service runs) with "
             "`synchronous_commit = off` for the whole server (`ALTER SYSTEM`, reloaded, reset "
@@ -733,25 +460,9 @@ def section(
             "| Chat, `synchronous_commit = off` | first p50 (ms) | first p99 (ms) | provider "
             "read p50 (ms) | headers p50 (ms) | `[DONE]` p50 (ms) |",
             "|---|---:|---:|---:|---:|---:|",
-        ]
-        for config, label in rows:
-            lines.append(
-                f"| {label} | {relaxed.med(config, 'first_p50'):.2f} | "
-                f"{relaxed.med(config, 'first_p99'):.2f} | "
-                f"{relaxed.med(config, 'provider_p50'):.2f} | "
-                f"{relaxed.med(config, 'headers_p50'):.2f} | "
-                f"{relaxed.med(config, 'last_p50'):.2f} |"
-            )
-        lines += [
-            f"| added by the cap check | {relaxed.added('first_p50'):.2f} | | "
-            f"{relaxed.added('provider_p50'):.2f} | {relaxed.added('headers_p50'):.2f} | "
-            f"{relaxed.added('last_p50'):.2f} |",
+            *relaxed.table(rows, "added by the cap check"),
             "",
-            f"Per round (ms): first p50 capped {fmt([v.first_p50 for v in x])}; uncapped "
-            f"{fmt([v.first_p50 for v in y])}; added "
-            f"{fmt([v.first_p50 - w.first_p50 for v, w in zip(x, y, strict=True)])}; paired "
-            f"median {fmt(relaxed.paired)}. Errors: capped {relaxed.errors['capped']}, uncapped "
-            f"{relaxed.errors['uncapped']}.",
+            f"Per round (ms): {relaxed.per_round('capped', 'uncapped')}",
             "",
         ]
     if sql is not None:
@@ -827,9 +538,9 @@ def section(
         "|---|---:|---|",
         f"| `GET /orgSettings` with {seeded.events:,} usage events: p50 < "
         f"{SETTINGS_TARGET_MS:g} ms (unloaded) | {settings_p50:.2f} ms | "
-        f"{verdict[settings_p50 < SETTINGS_TARGET_MS]} |",
+        f"{verdict(settings_p50 < SETTINGS_TARGET_MS)} |",
         f"| the cap check's added time to a chat's first byte at p50 < {ADDED_TARGET_MS:g} ms | "
-        f"{added:.2f} ms | {verdict[added < ADDED_TARGET_MS and errors == 0]} |",
+        f"{added:.2f} ms | {verdict(added < ADDED_TARGET_MS and errors == 0)} |",
         *(
             [
                 f"| the same with `synchronous_commit = off` server-wide (diagnostic) | "
@@ -839,125 +550,102 @@ def section(
             else []
         ),
         f"| `GET /orgSettings`, loaded (`-t2 -c32`) p50 / req/s | "
-        f"{lists.median('capped', 'loaded', 'p50_ms'):.2f} ms / "
-        f"{lists.median('capped', 'loaded', 'rps'):.0f} | reported |",
+        f"{lists.median(('capped', 'loaded'), 'p50_ms'):.2f} ms / "
+        f"{lists.median(('capped', 'loaded'), 'rps'):.0f} | reported |",
         "",
     ]
     return "\n".join(lines), ok
 
 
 # driver -----------------------------------------------------------------------------------
-def run(args: argparse.Namespace) -> int:
-    info = machine()
-    provider: Process | None = None
-    platform: Platform | None = None
+def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
     sql: SqlResults | None = None
-    relaxed: ChatResults | None = None
-    with tempfile.TemporaryDirectory(prefix="ap-spend-bench-") as tmp:
-        data_dir = Path(tmp).resolve()
-        try:
-            port = free_port()
-            cmd = [sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port", str(port),
-                   "--tokens", str(args.tokens)]  # fmt: skip
-            provider = start("provider", cmd, {}, data_dir / "provider.log")
-            wait_ready(provider, port, "/health", timeout=30)
-            provider_url = f"http://127.0.0.1:{port}"
-            env = {
-                "AP_OPENAI_BASE_URL": f"{provider_url}/v1",
-                "AP_OPENAI_API_KEY": "sk-bench-not-secret",
-                "AP_DEFAULT_CHAT_MODEL": f"openai:{MODEL}",
-                "AP_MODEL_PRICES": json.dumps(PRICES),
-                "AP_LOG_LEVEL": args.log_level,
-                "AP_WORKER_IN_PROCESS": "false",
-            }
-            print(f"starting agent-platform serve (data dir {tmp})", flush=True)
-            platform = Platform.start(data_dir, env)
-            admins = {
-                "capped": token(platform, CAPPED_ORG, "u0", "admin"),
-                "uncapped": token(platform, UNCAPPED_ORG, "n0", "admin"),
-            }
-            print(f"seeding {args.events:,} usage events ({args.seed_mode})", flush=True)
-            seeded = asyncio.run(seed_ledger(platform.pgdata, args))
-            print(
-                f"seeded in {seeded.seconds:.1f} s (+ VACUUM ANALYZE "
-                f"{seeded.analyze_seconds:.1f} s), {seeded.daily_rows} days",
-                flush=True,
-            )
-            caps = {"daily": CAP, "weekly": CAP, "monthly": CAP}
-            seeded.caps_via = save_settings(
-                platform.url, CAPPED_ORG, admins["capped"], {"spendCaps": caps}, platform.pgdata
-            )
-            save_settings(
-                platform.url, UNCAPPED_ORG, admins["uncapped"], {"spendCaps": {}}, platform.pgdata
-            )
-            agent = {"name": "Spend bench", "role": AGENT_ROLE, "model": f"openai:{MODEL}"}
-            for config in CONFIGS:
-                seeded.agents[config] = platform.create_agent(admins[config], agent)
-            for i in range(EXTRA_AGENTS):
-                other = {**agent, "name": f"Agent {i}", "description": f"Agent number {i}."}
-                platform.create_agent(admins["capped"], other)
-            urls = {
-                "capped": f"{platform.url}/orgSettings",
-                "uncapped": f"{platform.url}/orgSettings",
-                "agents": f"{platform.url}/agents",
-            }
-            tokens = {"capped": admins["capped"], "uncapped": admins["uncapped"],
-                      "agents": admins["capped"]}  # fmt: skip
-            for target in TARGETS:
-                response = httpx.get(
-                    urls[target], headers={"Authorization": f"Bearer {tokens[target]}"}
-                )
-                body = expect(response, 200)
-                seeded.bodies[target] = len(response.content)
-                if target == "capped":
-                    status = body["spendCapStatus"]
-                    require(set(status) == set(caps), f"spendCapStatus: {status}")
-                    for period, entry in status.items():
-                        want = seeded.spent[period]
-                        require(
-                            abs(entry["spent"] - want) < 1e-6 and entry["cap"] == CAP,
-                            f"{period}: spent {entry['spent']} != the ledger's {want}",
-                        )
-                elif target == "uncapped":
-                    require(body["spendCapStatus"] == {}, f"uncapped: {body['spendCapStatus']}")
-                else:
-                    require(len(body["agents"]) == EXTRA_AGENTS + 1, "agents: wrong count")
-            lists = measure_listings(urls, tokens, args)
-            chat = ChatResults()
-            chat_tokens = {c: admins[c] for c in CONFIGS}
-            asyncio.run(Chat(platform, provider_url, chat_tokens, seeded.agents, args).run(chat))
-            if args.async_phase:
-                print("the same with synchronous_commit = off server-wide", flush=True)
-                asyncio.run(synchronous_commit(platform.pgdata, False))
-                try:
-                    relaxed = ChatResults()
-                    runner = Chat(platform, provider_url, chat_tokens, seeded.agents, args,
-                                  "async-commit chat")  # fmt: skip
-                    asyncio.run(runner.run(relaxed))
-                    for config in CONFIGS:
-                        chat.chats[config] += relaxed.chats[config]
-                finally:
-                    asyncio.run(synchronous_commit(platform.pgdata, True))
-            time.sleep(1.0)  # the last answers' settlements
-            end = asyncio.run(leftovers(platform.pgdata))
-            if args.sql_iterations:
-                sql = asyncio.run(measure_sql(platform.pgdata, args))
-        except BaseException:
-            if platform is not None:
-                print(f"--- serve log (tail) ---\n{tail(platform.process.log)}", file=sys.stderr)
-            raise
-        finally:
-            if platform is not None:
-                platform.stop()
-            if provider is not None:
-                stop(provider)
-    end["load"] = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    text, ok = section(args, info, seeded, lists, chat, relaxed, sql, end)
-    return report(SECTION_TITLE, text, ok, write=not args.no_write)
+    relaxed: PairedChat | None = None
+    with harness.Rig("ap-spend-bench-") as rig:
+        prices = {"AP_MODEL_PRICES": json.dumps(PRICES)}
+        platform, provider = rig.scripted(args, MODEL, prices, worker=False)
+        admins = {
+            "capped": platform.token("u0", "admin", CAPPED_ORG),
+            "uncapped": platform.token("n0", "admin", UNCAPPED_ORG),
+        }
+        print(f"seeding {args.events:,} usage events ({args.seed_mode})", flush=True)
+        seeded = asyncio.run(seed_ledger(platform.pgdata, args))
+        print(
+            f"seeded in {seeded.seconds:.1f} s (+ VACUUM ANALYZE "
+            f"{seeded.analyze_seconds:.1f} s), {seeded.daily_rows} days",
+            flush=True,
+        )
+        caps = {"daily": CAP, "weekly": CAP, "monthly": CAP}
+        seeded.caps_via = save_settings(
+            platform.url, CAPPED_ORG, admins["capped"], {"spendCaps": caps}, platform.pgdata
+        )
+        save_settings(
+            platform.url, UNCAPPED_ORG, admins["uncapped"], {"spendCaps": {}}, platform.pgdata
+        )
+        agent = {"name": "Spend bench", "role": AGENT_ROLE, "model": f"openai:{MODEL}"}
+        for config in CONFIGS:
+            seeded.agents[config] = platform.create_agent(admins[config], agent)
+        for i in range(EXTRA_AGENTS):
+            other = {**agent, "name": f"Agent {i}", "description": f"Agent number {i}."}
+            platform.create_agent(admins["capped"], other)
+        urls = {
+            "capped": f"{platform.url}/orgSettings",
+            "uncapped": f"{platform.url}/orgSettings",
+            "agents": f"{platform.url}/agents",
+        }
+        tokens = {**admins, "agents": admins["capped"]}
+        for target in TARGETS:
+            response = httpx.get(urls[target], headers=harness.bearer(tokens[target]))
+            body = expect(response, 200)
+            seeded.bodies[target] = len(response.content)
+            if target == "capped":
+                status = body["spendCapStatus"]
+                require(set(status) == set(caps), f"spendCapStatus: {status}")
+                for period, entry in status.items():
+                    want = seeded.spent[period]
+                    require(
+                        abs(entry["spent"] - want) < 1e-6 and entry["cap"] == CAP,
+                        f"{period}: spent {entry['spent']} != the ledger's {want}",
+                    )
+            elif target == "uncapped":
+                require(body["spendCapStatus"] == {}, f"uncapped: {body['spendCapStatus']}")
+            else:
+                require(len(body["agents"]) == EXTRA_AGENTS + 1, "agents: wrong count")
+        lists = harness.wrk_rounds(urls, tokens, LOADS, args)
+
+        def chats(title: str) -> PairedChat:
+            chat = PairedChat(
+                platform, provider.url, CONFIGS, seeded.agents, admins,
+                content_text(args.tokens), PROMPT, f"Spend bench {title}",
+            )  # fmt: skip
+
+            async def run() -> None:
+                async with harness.chat_client() as client:
+                    await chat.run(client, args.chat_warmup, args.chat_rounds, args.requests)
+
+            asyncio.run(run())
+            return chat
+
+        chat = chats("chat")
+        if args.async_phase:
+            print("the same with synchronous_commit = off server-wide", flush=True)
+            asyncio.run(synchronous_commit(platform.pgdata, False))
+            try:
+                relaxed = chats("async-commit chat")
+                for config in CONFIGS:
+                    chat.chats[config] += relaxed.chats[config]
+            finally:
+                asyncio.run(synchronous_commit(platform.pgdata, True))
+        time.sleep(1.0)  # the last answers' settlements
+        end = asyncio.run(leftovers(platform.pgdata))
+        if args.sql_iterations:
+            sql = asyncio.run(measure_sql(platform.pgdata, args))
+    end["load"] = harness.load_average()
+    return section(args, info, seeded, lists, chat, relaxed, sql, end)
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = harness.parser(__doc__, serve=True, provider=True)
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=90, help="the events' time span")
     parser.add_argument("--seed-mode", choices=("trigger", "bulk"), default="bulk")
@@ -975,26 +663,14 @@ def main() -> int:
     )
     parser.add_argument("--sql-iterations", type=int, default=500, help="0 skips it")
     parser.add_argument("--sql-warmup", type=int, default=50)
-    parser.add_argument("--tokens", type=int, default=200)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument(
-        "--log-level", default="info", choices=("debug", "info", "warning", "error")
-    )
     parser.add_argument(
         "--code-note", help="what code was measured, for the report (default: from git status)"
     )
-    parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
     args = parser.parse_args()
     if min(args.events, args.rounds, args.chat_rounds, args.requests) < 1:
         parser.error("--events, --rounds, --chat-rounds and --requests must be at least 1")
-    if shutil.which("wrk") is None:
-        print("wrk is not installed (Debian/Ubuntu: apt-get install -y wrk).", file=sys.stderr)
-        return 2
-    try:
-        return run(args)
-    except BenchError as error:
-        print(f"benchmark failed: {error}", file=sys.stderr)
-        return 2
+    return harness.run(SECTION_TITLE, args, run, wrk=True)
 
 
 if __name__ == "__main__":
