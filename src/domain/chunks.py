@@ -52,11 +52,6 @@ def check_chunking(size: int, overlap: int) -> tuple[int, int]:
     return size, overlap
 
 
-def validate_chunking(size: object, overlap: object) -> tuple[int, int]:
-    """Chunk size in tokens, 32 to 8192; overlap in tokens, from 0 to less than half the size."""
-    return check_chunking(parse_chunk_size(size), parse_chunk_overlap(overlap))
-
-
 def parse_search_query(value: object) -> str:
     """A search's query: 1 to 2000 characters, not blank, that PostgreSQL can store."""
     if not isinstance(value, str) or not value.strip():

@@ -15,12 +15,13 @@ from domain.cursors import CURSOR_INVALID, decode_cursor, encode_cursor, invalid
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
 from domain.ids import parse_positive_id, parse_uuid
-from domain.text import BIDI_CONTROLS, check_storable, parse_line
+from domain.text import BIDI_CONTROLS, check_storable, not_a_string, parse_line
 
 CONVERSATION_NOT_FOUND = "Conversation not found"
 THREAD_ID_INVALID = "threadId must be a valid UUID"
 TITLE_WITH_THREAD = "title can only be given when creating a conversation"
 UPSTREAM_INVALID = "upstreamConversationId must be a valid UUID"
+MESSAGES_INVALID = "messages must be a non-empty array"
 MAX_TITLE = 120
 FALLBACK_TITLE_LENGTH = 60
 GENERATED_TITLE_LENGTH = 80
@@ -172,7 +173,7 @@ def validate_title(value: object, *, field: str = "title") -> str:
     """A title is 1 to 120 characters after trimming, on one line, without control characters
     or bidirectional controls (`domain.text.parse_line`)."""
     if not isinstance(value, str):
-        raise Invalid(f"{field} must be a string", [field_error(field, "expected a string")])
+        raise Invalid(not_a_string(field), [field_error(field, "expected a string")])
     empty = (f"{field} must not be empty", "empty after trimming")
     return parse_line(value, field=field, limit=MAX_TITLE, blank=empty)
 
@@ -297,7 +298,7 @@ def validate_messages(value: object) -> UserMessage:
     """The request's `messages`: a non-empty list whose last element is the message being sent.
     It must have role `user` and at least one part; text parts need text."""
     if not isinstance(value, list) or not value:
-        raise _invalid("messages must be a non-empty array", "messages")
+        raise _invalid(MESSAGES_INVALID, "messages")
     if len(value) > MAX_MESSAGES:
         raise _invalid(f"messages may hold at most {MAX_MESSAGES} entries", "messages")
     index = len(value) - 1

@@ -202,12 +202,23 @@ tokens (256 by default) and the overlap at least 0 (32 by default) and under hal
 `source` is "email" or null; the extraction model is a chat model or null."""
 
 KNOWLEDGE_BASE_CHANGES: Mapping[str, Parser] = {
-    **KNOWLEDGE_BASE_FIELDS,
+    "name": validate_name,
+    "description": validate_description,
+    "extraction_model": _extraction_model,
+    "extraction_schema": validate_extraction_schema,
+    "source": validate_source,
     "embedding_model": parse_embedding_model,
+    "embedding_dimensions": parse_dimensions,
     "chunk_size": parse_chunk_size,
     "chunk_overlap": parse_chunk_overlap,
 }
-"""The same rules for a change, but the model and the chunking, which a change cannot null."""
+"""The same rules for a change, in the order a change has always checked them, but for the
+model and the chunking, which a change cannot null. How the model, the chunking and the source
+apply is the use case's to say, from the knowledge base as it is."""
+
+
+def _overlap_under_half_the_size(values: Mapping[str, Any]) -> None:
+    check_chunking(values["chunk_size"], values["chunk_overlap"])
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -228,10 +239,9 @@ class KnowledgeBaseFields:
     @classmethod
     def parse(cls, **raw: object) -> KnowledgeBaseFields:
         """The request's fields, each of `KNOWLEDGE_BASE_FIELDS` in turn (an absent one as
-        null), then the chunk overlap against the size."""
-        fields = cls(**parse_all(KNOWLEDGE_BASE_FIELDS, raw))
-        check_chunking(fields.chunk_size, fields.chunk_overlap)
-        return fields
+        null), the overlap checked against the size as soon as both are known."""
+        then = {"chunk_overlap": _overlap_under_half_the_size}
+        return cls(**parse_all(KNOWLEDGE_BASE_FIELDS, raw, then=then))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

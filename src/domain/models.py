@@ -119,10 +119,3 @@ def embedding_dimensions(model: str, dimensions: int | None) -> int:
             [field_error("embeddingDimensions", f"must be {known} for {model}")],
         )
     return dimensions
-
-
-def resolve_embedding_model(model: object, dimensions: object) -> tuple[str, int]:
-    """An embedding model and its dimension count checked together (`parse_embedding_model`,
-    `parse_dimensions`, `embedding_dimensions`)."""
-    name = parse_embedding_model(model)
-    return name, embedding_dimensions(name, parse_dimensions(dimensions))

@@ -32,6 +32,8 @@ MAX_PROMPT = 20_000
 MAX_TASK_NAME = 120  # a run's conversation is titled by it (the title rule)
 MAX_CRON = 200
 MAX_TIME_ZONE = 64
+DEFAULT_RUN_PAGE = 20
+MAX_RUN_PAGE = 100
 
 
 class RunStatus(StrEnum):
@@ -156,27 +158,23 @@ def _agent_id(value: object) -> int:
     return parse_agent_id(value)
 
 
-def _cron_text(value: object) -> str:
-    """A cron expression as text; what it means is the `CronSchedule` port's to check."""
-    if not isinstance(value, str) or not value.strip() or len(value) > MAX_CRON:
-        raise Invalid(INVALID_CRON, [field_error("cron", "expected a cron expression")])
-    return value
+def task_fields(cron: Parser) -> Mapping[str, Parser]:
+    """A scheduled task's own fields and their rules, in the order a request's fields are
+    checked: the agent's id is required; the name is 1 to 120 characters on one line; the
+    prompt 1 to 20,000 characters; `cron` the expression, checked and normalized by the cron
+    engine (`CronSchedule.validate`, an adapter's); the time zone an IANA name (`UTC` by
+    default); `enabled` a boolean (true by default)."""
+    return {
+        "agent_id": _agent_id,
+        "name": validate_task_name,
+        "prompt": validate_prompt,
+        "cron": cron,
+        "timezone": validate_timezone,
+        "enabled": validate_enabled,
+    }
 
 
-TASK_FIELDS: Mapping[str, Parser] = {
-    "agent_id": _agent_id,
-    "name": validate_task_name,
-    "prompt": validate_prompt,
-    "cron": _cron_text,
-    "timezone": validate_timezone,
-    "enabled": validate_enabled,
-}
-"""A scheduled task's own fields and their rules, in the order a request's fields are checked:
-the agent's id is required; the name is 1 to 120 characters on one line; the prompt 1 to
-20,000 characters; the cron expression text of at most 200 characters (the `CronSchedule` port
-checks its fields); the time zone an IANA name (`UTC` by default); `enabled` a boolean (true by
-default)."""
-NOT_NULL = ("agent_id", "name", "prompt", "cron", "enabled")
+TASK_NOT_NULL = ("agent_id", "name", "prompt", "cron", "enabled")
 """The fields a change may not set to null (a null `timezone` means `UTC`)."""
 _WIRE = {"agent_id": "agentId"}
 
@@ -193,9 +191,9 @@ class TaskFields:
     enabled: bool = True
 
     @classmethod
-    def parse(cls, **raw: object) -> TaskFields:
-        """The request's fields, each of `TASK_FIELDS` in turn (an absent one as null)."""
-        return cls(**parse_all(TASK_FIELDS, raw))
+    def parse(cls, cron: Parser, /, **raw: object) -> TaskFields:
+        """The request's fields, each of `task_fields(cron)` in turn (an absent one as null)."""
+        return cls(**parse_all(task_fields(cron), raw))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -210,11 +208,11 @@ class TaskChanges:
     enabled: bool | Unset = UNSET
 
     @classmethod
-    def parse(cls, **raw: object) -> TaskChanges:
-        """The request's fields that were sent: first none of `NOT_NULL` may be null (400
-        "<field> may not be null"), then each by its rule in `TASK_FIELDS`."""
-        for name in NOT_NULL:
+    def parse(cls, cron: Parser, /, **raw: object) -> TaskChanges:
+        """The request's fields that were sent: first none of `TASK_NOT_NULL` may be null (400
+        "<field> may not be null"), then each by its rule in `task_fields(cron)`."""
+        for name in TASK_NOT_NULL:
             if name in raw and raw[name] is None:
                 wire = _WIRE.get(name, name)
                 raise Invalid(f"{wire} may not be null", [field_error(wire, "may not be null")])
-        return cls(**parse_sent(TASK_FIELDS, raw))
+        return cls(**parse_sent(task_fields(cron), raw))

@@ -153,6 +153,11 @@ def required(label: str) -> str:
     return f"{label} is required"
 
 
+def not_a_string(label: str) -> str:
+    """The message for a text sent as another JSON type: `title must be a string`."""
+    return f"{label} must be a string"
+
+
 def too_long(label: str, limit: int) -> str:
     """The message for a text longer than `limit`: `Name must be at most 200 characters`."""
     return f"{label} must be at most {limit} characters"
@@ -190,7 +195,7 @@ def parse_text(value: object, *, field: str, limit: int, label: str | None = Non
         return ""
     label = label or field
     if not isinstance(value, str):
-        raise Invalid(f"{label} must be a string", [field_error(field, "expected a string")])
+        raise Invalid(not_a_string(label), [field_error(field, "expected a string")])
     if len(value) > limit:
         raise Invalid(too_long(label, limit), [field_error(field, "too long")])
     return check_storable(value, field).strip()

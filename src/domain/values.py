@@ -27,6 +27,8 @@ UNSET = Unset.UNSET
 
 Parser = Callable[[object], Any]
 """One field's constructor: the raw value (None when absent) to the parsed one, or `Invalid`."""
+Check = Callable[[Mapping[str, Any]], object]
+"""A rule across fields, given the values parsed so far; `Invalid` when they break it."""
 
 
 def _known(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> None:
@@ -35,15 +37,23 @@ def _known(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> None:
         raise TypeError(f"unknown fields: {', '.join(sorted(unknown))}")
 
 
-def parse_all(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> dict[str, Any]:
+def parse_all(
+    parsers: Mapping[str, Parser],
+    raw: Mapping[str, object],
+    *,
+    then: Mapping[str, Check] | None = None,
+) -> dict[str, Any]:
     """Every field of `parsers`, in their order, parsed from `raw`; one absent or not sent is
-    parsed as null (its parser gives its default or refuses it)."""
+    parsed as null (its parser gives its default or refuses it). `then` names the rules across
+    fields to check as soon as a field is parsed, with the values parsed so far."""
     _known(parsers, raw)
-    values = {name: raw.get(name) for name in parsers}
-    return {
-        name: parse(None if values[name] is UNSET else values[name])
-        for name, parse in parsers.items()
-    }
+    values: dict[str, Any] = {}
+    for name, parse in parsers.items():
+        value = raw.get(name)
+        values[name] = parse(None if value is UNSET else value)
+        if then and name in then:
+            then[name](values)
+    return values
 
 
 def parse_sent(parsers: Mapping[str, Parser], raw: Mapping[str, object]) -> dict[str, Any]:

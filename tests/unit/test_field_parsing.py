@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from adapters.scheduling.cron import CronsimSchedule
 from domain.agents import AgentChanges, AgentFields
 from domain.errors import Invalid
 from domain.knowledge_bases import KnowledgeBaseChanges, KnowledgeBaseFields
@@ -71,10 +72,11 @@ def test_a_change_cannot_null_what_a_knowledge_base_or_task_must_have():
     with pytest.raises(Invalid, match=r"^chunkSize must be an integer$"):
         KnowledgeBaseChanges.parse(chunk_size=None)
     with pytest.raises(Invalid, match=r"^agentId may not be null$") as raised:
-        TaskChanges.parse(name=None, agent_id=None)
+        TaskChanges.parse(str, name=None, agent_id=None)
     assert raised.value.details == [{"field": "agentId", "message": "may not be null"}]
-    assert sent_values(TaskChanges.parse(timezone=None)) == {"timezone": "UTC"}
-    assert TaskFields.parse(agent_id="7", name="n", prompt="p", cron="@daily").agent_id == 7
+    assert sent_values(TaskChanges.parse(str, timezone=None)) == {"timezone": "UTC"}
+    task = TaskFields.parse(str.upper, agent_id="7", name="n", prompt="p", cron="@daily")
+    assert (task.agent_id, task.cron, task.timezone, task.enabled) == (7, "@DAILY", "UTC", True)
 
 
 @pytest.mark.parametrize(
@@ -104,3 +106,22 @@ def test_a_title_tells_a_blank_string_from_a_missing_one():
     assert raised.value.details == [{"field": "title", "message": "empty after trimming"}]
     with pytest.raises(Invalid, match=r"^title is required$"):
         parse_line(None, field="title", limit=120, blank=blank)
+
+
+def test_each_resource_keeps_the_order_its_fields_were_always_checked_in():
+    # A new knowledge base: the chunking before the source and the extraction model.
+    with pytest.raises(Invalid, match=r"^chunkOverlap must be at least 0"):
+        KnowledgeBaseFields.parse(name="Docs", chunk_overlap=200, extraction_model="local:nope")
+    # A change: the extraction model and schema before the embedding model.
+    with pytest.raises(Invalid, match=r"^Unknown local chat model 'nope'"):
+        KnowledgeBaseChanges.parse(extraction_model="local:nope", embedding_model="x")
+    # A task: the cron expression (the engine's rule) before the time zone.
+    with pytest.raises(Invalid, match=r"^Invalid cron expression$"):
+        TaskFields.parse(
+            CronsimSchedule().validate,
+            agent_id=1,
+            name="n",
+            prompt="p",
+            cron="61 * * * *",
+            timezone="Mars/Base",
+        )

@@ -109,3 +109,94 @@ def test_the_rules_are_declared_beside_their_structs_not_in_the_mechanism():
     source = inspect.getsource(validation)
     for feature in ("agent_schemas", "knowledge_base_schemas", "skill_schemas", "KB_ID_REQUIRED"):
         assert feature not in source
+
+
+def test_every_request_struct_fits_the_parse_of_its_command():
+    """`command(X.parse, data, caller=...)` passes a struct's fields by name: each must be one
+    its command's `parse` takes (a field the domain does not know is a programming error)."""
+    from application.use_cases import (
+        associate_file,
+        create_agent,
+        create_agent_tag,
+        create_invitation,
+        create_knowledge_base,
+        create_scheduled_task,
+        create_skill,
+        create_upload,
+        put_skill_file,
+        remove_members,
+        rename_conversation,
+        reprocess_file,
+        run_scheduled_task_now,
+        send_chat_message,
+        update_agent,
+        update_knowledge_base,
+        update_scheduled_task,
+        update_skill,
+    )
+    from domain.agents import AGENT_FIELDS
+    from domain.files import NewFile
+    from domain.knowledge_bases import KNOWLEDGE_BASE_CHANGES, KNOWLEDGE_BASE_FIELDS
+    from domain.schedules import task_fields
+    from entrypoints.http import (
+        agent_schemas,
+        chat_schemas,
+        conversation_schemas,
+        member_schemas,
+        schedule_schemas,
+        skill_schemas,
+    )
+    from entrypoints.http import knowledge_base_schemas as kb
+
+    pairs = [
+        (agent_schemas.CreateAgentBody, create_agent.CreateAgentCommand),
+        (agent_schemas.UpdateAgentBody, update_agent.UpdateAgentCommand),
+        (agent_schemas.CreateAgentTagBody, create_agent_tag.CreateAgentTagCommand),
+        (kb.CreateKnowledgeBaseBody, create_knowledge_base.CreateKnowledgeBaseCommand),
+        (kb.UpdateKnowledgeBaseBody, update_knowledge_base.UpdateKnowledgeBaseCommand),
+        (kb.AssociateFileBody, associate_file.AssociateFileCommand),
+        (kb.ReprocessBody, reprocess_file.ReprocessFileCommand),
+        (kb.PresignBody, create_upload.CreateUploadCommand),
+        (chat_schemas.ChatBody, send_chat_message.SendChatMessageCommand),
+        (
+            conversation_schemas.RenameConversationBody,
+            rename_conversation.RenameConversationCommand,
+        ),
+        (skill_schemas.CreateSkillBody, create_skill.CreateSkillCommand),
+        (skill_schemas.UpdateSkillBody, update_skill.UpdateSkillCommand),
+        (skill_schemas.PutSkillFileBody, put_skill_file.PutSkillFileCommand),
+        (member_schemas.CreateInvitationBody, create_invitation.CreateInvitationCommand),
+        (member_schemas.BulkRemoveBody, remove_members.RemoveMembersCommand),
+        (member_schemas.DeleteUsersBody, remove_members.RemoveMembersCommand),
+        (
+            schedule_schemas.CreateTaskBody,
+            create_scheduled_task.CreateScheduledTaskCommand,
+        ),
+        (
+            schedule_schemas.UpdateTaskBody,
+            update_scheduled_task.UpdateScheduledTaskCommand,
+        ),
+        (
+            schedule_schemas.RunTaskBody,
+            run_scheduled_task_now.RunScheduledTaskNowCommand,
+        ),
+    ]
+    # The parses that take a resource's fields as **fields hand them to its field table (or to
+    # `NewFile.parse`): those are the names they accept.
+    tables = {
+        create_agent.CreateAgentCommand: AGENT_FIELDS,
+        update_agent.UpdateAgentCommand: AGENT_FIELDS,
+        create_knowledge_base.CreateKnowledgeBaseCommand: KNOWLEDGE_BASE_FIELDS,
+        update_knowledge_base.UpdateKnowledgeBaseCommand: KNOWLEDGE_BASE_CHANGES,
+        associate_file.AssociateFileCommand: inspect.signature(NewFile.parse).parameters,
+        create_scheduled_task.CreateScheduledTaskCommand: task_fields(str),
+        update_scheduled_task.UpdateScheduledTaskCommand: task_fields(str),
+    }
+    for struct, kind in pairs:
+        signature = inspect.signature(kind.parse)
+        named = {n for n, p in signature.parameters.items() if p.kind is p.KEYWORD_ONLY}
+        accepted = named | set(tables.get(kind, ()))
+        strays = set(struct.__struct_fields__) - accepted
+        assert not strays, f"{struct.__name__} sends {strays}, which {kind.__name__} does not take"
+        if kind not in tables:
+            assert not any(p.kind is p.VAR_KEYWORD for p in signature.parameters.values()), kind

@@ -25,9 +25,8 @@ class CreateAgentTagCommand:
 class CreateAgentTag:
     """Create a tag for the organization's agents.
 
-    Rules: only an agent manager may (403 otherwise). The name is required (1 to 64
-    characters, trimmed) and unique within the organization (409 otherwise); the colour is
-    optional, `#RRGGBB`, stored in lower case.
+    Rules: only an agent manager may (403 otherwise). The name is unique within the
+    organization (409 otherwise).
     """
 
     def __init__(self, agents: AgentRepository, uow: UnitOfWork) -> None:

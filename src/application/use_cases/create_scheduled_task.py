@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from application.ports.agent_repository import AgentRepository
 from application.ports.clock import Clock
@@ -19,19 +19,21 @@ class CreateScheduledTaskCommand:
     fields: TaskFields
 
     @classmethod
-    def parse(cls, *, caller: Caller, **fields: object) -> CreateScheduledTaskCommand:
+    def parse(
+        cls, *, caller: Caller, schedule: CronSchedule, **fields: object
+    ) -> CreateScheduledTaskCommand:
         """Who, then what: an agent manager's request (403 otherwise), its fields parsed by
-        `TaskFields.parse`."""
+        `TaskFields.parse`, the cron expression by `schedule`, the cron engine."""
         require_agent_manager(caller)
-        return cls(caller=caller, fields=TaskFields.parse(**fields))
+        return cls(caller=caller, fields=TaskFields.parse(schedule.validate, **fields))
 
 
 class CreateScheduledTask:
     """Schedule an agent: a prompt sent on a cron schedule in a time zone.
 
     Rules: only an agent manager (`org:admin` or `org:agents:manage`) may (403). The fields
-    follow `domain.schedules.TASK_FIELDS`; `cron` is five fields or `@hourly`, `@daily`,
-    `@weekly`, `@monthly` (400 "Invalid cron expression"); `agentId` must be an agent of the
+    follow `domain.schedules.task_fields`: `cron` is five fields or `@hourly`, `@daily`,
+    `@weekly`, `@monthly` (400 "Invalid cron expression"). `agentId` must be an agent of the
     caller's organization (404 "Agent not found"). An enabled task's `nextRunAt` is its first
     occurrence after now; the creator is the member the runs act as.
     """
@@ -53,7 +55,7 @@ class CreateScheduledTask:
     async def execute(self, command: CreateScheduledTaskCommand) -> ScheduledTask:
         caller = command.caller
         require_agent_manager(caller)
-        fields = replace(command.fields, cron=self._cron.validate(command.fields.cron))
+        fields = command.fields
         if await self._agents.get(caller.org_id, fields.agent_id) is None:
             raise NotFound(AGENT_NOT_FOUND)
         now = self._clock.now()

@@ -24,10 +24,9 @@ class DeleteAgentCommand:
 class DeleteAgent:
     """Delete an agent of the caller's organization.
 
-    Rules: only an agent manager may (403 otherwise). `agent_id` must be a positive integer
-    (400 "Valid agent ID is required"); a missing or foreign agent is 404 "Agent not found".
-    Its links to knowledge bases and tags go with it; its conversations stay, no longer linked
-    to an agent.
+    Rules: only an agent manager may (403 otherwise); a missing or foreign agent is 404 "Agent not
+    found". Its links to knowledge bases and tags go with it; its conversations stay, no longer
+    linked to an agent.
     """
 
     def __init__(self, agents: AgentRepository, uow: UnitOfWork) -> None:

@@ -24,8 +24,8 @@ class DeleteAgentTagCommand:
 class DeleteAgentTag:
     """Delete a tag of the caller's organization and take it off every agent.
 
-    Rules: only an agent manager may (403 otherwise). `tag_id` must be a positive integer (400
-    "Valid tag ID is required"); a missing or foreign tag is 404 "Tag not found".
+    Rules: only an agent manager may (403 otherwise); a missing or foreign tag is 404 "Tag not
+    found".
     """
 
     def __init__(self, agents: AgentRepository, uow: UnitOfWork) -> None:

@@ -16,8 +16,8 @@ class DeleteConversationCommand(ThreadRequest):
 class DeleteConversation:
     """Delete a conversation with its messages and its responses' runs.
 
-    Rules: the conversation must be visible to the caller
-    (its starter, or an admin of the organization), else 404 "Conversation not found". A
+    Rules: the conversation must be visible to the caller (its starter, or an admin of the
+    organization), else 404 "Conversation not found". A
     response still running is asked to stop before the rows go, in the same transaction; the
     process producing it finds its run gone at its next write and stops there, writing nothing.
     """

@@ -34,8 +34,8 @@ class DeleteSkillFile:
     """Delete a bundled file of an active skill of the caller's organization (agent-platform-api.md
     §4.6), from storage and from the database.
 
-    Rules: any member may. SKILL.md is refused (400: it is replaced, never deleted); an
-    unknown path is 404 "File not found". The object is deleted first, the record in the same
+    Rules: any member may. The skill id names an active skill (404 otherwise); an unknown path
+    is 404 "File not found". The object is deleted first, the record in the same
     transaction after it: a storage failure answers 500 and keeps the record, and a retry
     deletes what is left (deleting a missing object is no error), so neither ever outlives the
     other for good. The skill's version rises by one.

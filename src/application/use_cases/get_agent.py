@@ -22,9 +22,8 @@ class GetAgentQuery:
 class GetAgent:
     """One agent of the caller's organization with its tags.
 
-    Rules: every member may read agents. `agent_id` must be a positive integer (400 "Valid agent
-    ID is required"); an agent that is missing or belongs to another organization is 404 "Agent
-    not found".
+    Rules: every member may read agents; an agent that is missing or belongs to another
+    organization is 404 "Agent not found".
     """
 
     def __init__(self, agents: AgentRepository) -> None:

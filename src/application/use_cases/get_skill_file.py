@@ -39,9 +39,8 @@ class SkillFileRead:
 
 class GetSkillFile:
     """The bytes of one file of an active skill of the caller's organization, SKILL.md
-    included. Any member may read them; the skill id and path follow the usual rules (400),
-    a missing, foreign or deleted skill is 404 "Skill not found" and an unknown path 404 "File
-    not found"."""
+    included. Any member may read them; a missing, foreign or deleted skill is 404 "Skill not
+    found" and an unknown path 404 "File not found"."""
 
     def __init__(self, skills: SkillRepository, storage: ObjectStorage) -> None:
         self._skills = skills

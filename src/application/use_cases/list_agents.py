@@ -21,9 +21,8 @@ class ListAgentsQuery:
 class ListAgents:
     """List the agents of the caller's organization, newest first, each with its tags.
 
-    Rules: every member may list. With `tag_id` (a positive integer, else 400 "Valid tag ID is
-    required") only the agents carrying that tag are listed; a tag the organization does not
-    have matches no agent.
+    Rules: every member may list. With `tag_id` only the agents carrying that tag are listed; a
+    tag the organization does not have matches no agent.
     """
 
     def __init__(self, agents: AgentRepository) -> None:

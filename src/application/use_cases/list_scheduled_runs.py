@@ -7,17 +7,20 @@ from application.ports.scheduled_tasks import ScheduledTaskRepository
 from domain.cursors import decode_cursor, encode_cursor, invalid_cursor
 from domain.errors import Invalid, NotFound, field_error
 from domain.identity import Caller
-from domain.schedules import TASK_NOT_FOUND, ScheduledRun, parse_task_id
-
-DEFAULT_LIMIT = 20
-MAX_LIMIT = 100
+from domain.schedules import (
+    DEFAULT_RUN_PAGE,
+    MAX_RUN_PAGE,
+    TASK_NOT_FOUND,
+    ScheduledRun,
+    parse_task_id,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ListScheduledRunsQuery:
     caller: Caller
     task_id: int
-    limit: int = DEFAULT_LIMIT
+    limit: int = DEFAULT_RUN_PAGE
     before: tuple[datetime, str] | None = None
 
     @classmethod
@@ -28,10 +31,10 @@ class ListScheduledRunsQuery:
         previous page's `nextCursor` gave it (400 "cursor is not valid")."""
         task = parse_task_id(task_id)
         if limit is None:
-            limit = DEFAULT_LIMIT
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_LIMIT:
+            limit = DEFAULT_RUN_PAGE
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_RUN_PAGE:
             raise Invalid(
-                f"limit must be an integer from 1 to {MAX_LIMIT}",
+                f"limit must be an integer from 1 to {MAX_RUN_PAGE}",
                 [field_error("limit", "out of range")],
             )
         before = None if cursor is None else _position(cursor)

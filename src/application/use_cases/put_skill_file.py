@@ -56,11 +56,9 @@ class PutSkillFileCommand:
 class PutSkillFile:
     """Add a bundled file to an active skill of the caller's organization, or replace one.
 
-    Rules: any member may. The skill id names an active skill (400/404 as everywhere). The path
-    follows the bundle's path rules (400 "Invalid file path"); SKILL.md is refused (400: it is
-    replaced with PUT /skills/manage). `content` is base64 (400 otherwise) of at most the
-    per-file limit (413), and the skill stays within its limits of files and bytes in all
-    (413). `contentType` is a MIME type, guessed from the name when absent. The bytes go to
+    Rules: any member may. The skill id names an active skill (404 otherwise). The bytes are at
+    most the per-file limit (413), and the skill stays within its limits of files and bytes in
+    all (413); a file and a folder of the skill may not share a name (400). The bytes go to
     storage under the organization's prefix before the record is written, so a record never
     names bytes that are not stored; the skill's version rises by one unless the same bytes
     and type were already there.

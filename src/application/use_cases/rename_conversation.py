@@ -41,8 +41,8 @@ class RenameConversationCommand:
 class RenameConversation:
     """Give a conversation the member's own title, or clear it.
 
-    Rules: the conversation must be visible to the
-    caller (its starter, or an admin of the organization), else 404 "Conversation not found".
+    Rules: the conversation must be visible to the caller (its starter, or an admin of the
+    organization), else 404 "Conversation not found".
     A rename always wins over automatic naming, even a generation already running: it moves
     the title version on, and a generated title is only saved at the version it started from.
     """

@@ -39,8 +39,9 @@ class ReplaceOrgSettings:
     (see `domain.org_settings`): a key left out takes its default, an unknown key is refused,
     caps are numbers from 0 for daily, weekly and monthly only, pinned app ids are at most 50
     distinct positive integers, links at most 20 with http(s) URLs, and the feedback HTML at
-    most 20,000 characters. `defaultAgentId` is null or an agent of the organization (400 "Bad
-    Request" naming it), and nothing is saved unless all pass. That HTML is stored sanitized, as
+    most 20,000 characters. `defaultAgentId` is null or an agent of the organization: an unknown
+    one is a breach of its own (400 "Bad Request" naming it), told once the document has passed.
+    Nothing is saved unless all pass. That HTML is stored sanitized, as
     the console will render it. The save and an audit entry (what changed, before and after)
     are written in one transaction. Answers as `GetOrgSettings` does.
     """

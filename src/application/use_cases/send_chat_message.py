@@ -98,16 +98,15 @@ class SendChatMessage:
     """Send a member's message to an agent and start the agent's answer in the background.
 
     Rules: `agentId` must be an agent of the caller's organization (404 "Agent not found"). Without
-    `threadId` a conversation is created (its id generated): a supplied `title` is validated and
-    kept, otherwise the fallback from the message is saved at once and a background job asks a model
-    for a better one. With `threadId` the conversation must exist and be the caller's (404
-    otherwise), be with the same agent, have no answer still running (409), and `title` may not be
-    given (400). `upstreamConversationId` (a uuid) is stored on creation. Before anything is stored,
-    the answer's first model call is admitted against the organization's spend caps
-    (`SpendCapReached` otherwise, nothing stored): it reserves the model's worst case (its whole
-    context window in, its output limit out), which the answer resizes once its prompt is built. The
-    message, the empty assistant message and the run are committed together; only then does the
-    answer start, independent of the request.
+    `threadId` a conversation is created (its id generated): a supplied `title` is kept, otherwise
+    the fallback from the message is saved at once and a background job asks a model for a better
+    one. With `threadId` the conversation must exist and be the caller's (404 otherwise), be with
+    the same agent and have no answer still running (409). `upstreamConversationId` is stored on
+    creation. Before anything is stored, the answer's first model call is admitted against the
+    organization's spend caps (`SpendCapReached` otherwise, nothing stored): it reserves the model's
+    worst case (its whole context window in, its output limit out), which the answer resizes once
+    its prompt is built. The message, the empty assistant message and the run are committed
+    together; only then does the answer start, independent of the request.
     """
 
     def __init__(

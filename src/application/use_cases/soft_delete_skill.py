@@ -25,12 +25,11 @@ class SoftDeleteSkillCommand:
 class SoftDeleteSkill:
     """Soft-delete a skill of the caller's organization (agent-platform-api.md §3.2).
 
-    Rules: any member may. A missing, foreign or already deleted skill is 404 "Skill not
-    found". The skill
-    leaves every listing and can no longer be read, changed or loaded by agents; its name is
-    free for a new skill; its bundled files stay in storage, recorded. Agents that listed it
-    keep working and no longer show it among their `skillIds`. The deletion is written to the
-    audit log in the same transaction.
+    Rules: any member may. A missing, foreign or already deleted skill is 404 "Skill not found". The
+    skill leaves every listing and can no longer be read, changed or loaded by agents; its name is
+    free for a new skill; its bundled files stay in storage, recorded. Agents that listed it keep
+    working and no longer show it among their `skillIds`. The deletion is written to the audit log
+    in the same transaction.
     """
 
     def __init__(self, skills: SkillRepository, audit: AuditLog, uow: UnitOfWork) -> None:

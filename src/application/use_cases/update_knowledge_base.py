@@ -18,7 +18,7 @@ from domain.knowledge_bases import (
     parse_kb_id,
 )
 from domain.models import embedding_dimensions
-from domain.values import UNSET, sent_values
+from domain.values import UNSET, Unset, sent_values
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -41,7 +41,9 @@ class UpdateKnowledgeBaseCommand:
 class UpdateKnowledgeBase:
     """Change the fields the caller sent; fields not sent stay as they are.
 
-    Rules: the same validation as creation; `null` clears the extraction model or schema. New
+    Rules: a missing or foreign knowledge base is 404 "Knowledge base not found". `null` clears
+    the extraction model or schema; new chunking settings are checked against the settings they
+    keep (the overlap under half the size). New
     chunking settings apply to files processed from then on (reprocess a file to re-split it).
     Changing the embedding model of a knowledge base without files takes effect at once. With
     files, the new model is recorded as pending and a re-embedding job is queued: search keeps
@@ -116,7 +118,7 @@ class UpdateKnowledgeBase:
         await self._uow.commit()
         return summary
 
-    def _source_changes(self, address: str | None, source: object) -> dict[str, Any]:
+    def _source_changes(self, address: str | None, source: str | Unset | None) -> dict[str, Any]:
         if source is None:
             return {"source": None, "inbound_email_address": None}
         if source == EMAIL_SOURCE and address is None:

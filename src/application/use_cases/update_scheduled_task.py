@@ -23,13 +23,15 @@ class UpdateScheduledTaskCommand:
 
     @classmethod
     def parse(
-        cls, *, caller: Caller, task_id: object, **fields: object
+        cls, *, caller: Caller, schedule: CronSchedule, task_id: object, **fields: object
     ) -> UpdateScheduledTaskCommand:
         """Who, then what: an agent manager's request (403 otherwise); the task's id (400
-        "taskId is required"), then the fields sent (`TaskChanges.parse`)."""
+        "taskId is required"), then the fields sent (`TaskChanges.parse`, the cron expression
+        by `schedule`, the cron engine)."""
         require_agent_manager(caller)
+        task = parse_task_id(task_id)
         return cls(
-            caller=caller, task_id=parse_task_id(task_id), changes=TaskChanges.parse(**fields)
+            caller=caller, task_id=task, changes=TaskChanges.parse(schedule.validate, **fields)
         )
 
 
@@ -60,8 +62,6 @@ class UpdateScheduledTask:
         caller, task_id = command.caller, command.task_id
         require_agent_manager(caller)
         changes: dict[str, Any] = sent_values(command.changes)
-        if "cron" in changes:
-            changes["cron"] = self._cron.validate(changes["cron"])
         if (
             "agent_id" in changes
             and await self._agents.get(caller.org_id, changes["agent_id"]) is None

@@ -37,8 +37,8 @@ class UpdateSkill:
     """Replace the SKILL.md of an active skill of the caller's organization.
 
     Rules: any member may. The skill id names an active skill (404 "Skill not found"). SKILL.md
-    follows the same rules as on creation; a changed name
-    must stay unique among active skills (409). With `expectedVersion`, the write happens only
+    follows the same rules as on creation (its front matter is read here); a changed name must
+    stay unique among active skills (409). With `expectedVersion`, the write happens only
     if the skill is still at that version (409 "Skill was changed by someone else" and nothing
     changes otherwise); the skill is locked while it is checked and written, so two writers
     that both expect version N cannot both succeed. A SKILL.md identical to the stored one is

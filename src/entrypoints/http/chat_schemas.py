@@ -13,9 +13,11 @@ from domain.conversations import (
     MAX_PARTS,
     MAX_TEXT,
     MAX_TITLE,
+    MESSAGES_INVALID,
     THREAD_ID_INVALID,
     UPSTREAM_INVALID,
 )
+from domain.text import not_a_string
 from entrypoints.http.rules import TYPE, Rule
 from entrypoints.http.schemas import (
     NO_NUL,
@@ -67,10 +69,10 @@ USER_MESSAGE = {
 
 class ChatBody(Camel):
     rules = (
-        Rule("messages", "messages must be a non-empty array"),
+        Rule("messages", MESSAGES_INVALID),
         Rule("agentId", AGENT_ID_REQUIRED),
         Rule("threadId", THREAD_ID_INVALID),
-        Rule("title", "title must be a string", TYPE, "expected a string"),
+        Rule("title", not_a_string("title"), TYPE, "expected a string"),
         Rule("upstreamConversationId", UPSTREAM_INVALID),
     )
 
@@ -90,7 +92,7 @@ class ChatBody(Camel):
         Annotated[
             str,
             Meta(
-                description="Creation only: 1 to 120 characters after trimming, one line",
+                description=f"Creation only: 1 to {MAX_TITLE} characters after trimming, one line",
                 extra_json_schema=documented(ONE_LINE, maxLength=MAX_TITLE),
             ),
         ]

@@ -66,7 +66,8 @@ class RenameConversationBody(Camel):
         Annotated[
             str,
             Meta(
-                description="The new title (1 to 120 characters, one line); empty clears it",
+                description=f"The new title (1 to {MAX_TITLE} characters, one line); empty "
+                "clears it",
                 extra_json_schema=documented(f"^$|{ONE_LINE}", maxLength=MAX_TITLE),
             ),
         ]

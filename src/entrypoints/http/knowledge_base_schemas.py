@@ -39,6 +39,7 @@ from domain.knowledge_bases import (
 )
 from domain.models import DIMENSIONS_INVALID, EMBEDDING_PROVIDERS, MAX_EMBEDDING_DIMENSIONS
 from domain.text import INVISIBLE, character_class, required
+from domain.uploads import DEFAULT_MAX_UPLOAD_SIZE
 from entrypoints.http.rules import (
     ABSENT,
     NULL_OR_EMPTY,
@@ -325,7 +326,8 @@ class PresignBody(Camel):
     file_size: Annotated[
         Size,
         Meta(
-            description="The exact size in bytes, at most the deployment's upload limit (100 MiB "
+            description="The exact size in bytes, at most the deployment's upload limit "
+            f"({DEFAULT_MAX_UPLOAD_SIZE // 2**20} MiB "
             "by default); the upload address takes a body of this size only"
         ),
     ]

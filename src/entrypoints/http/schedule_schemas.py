@@ -7,7 +7,7 @@ from typing import Annotated
 
 from msgspec import UNSET, Meta, UnsetType
 
-from domain.schedules import MAX_CRON, MAX_PROMPT, MAX_TASK_NAME
+from domain.schedules import MAX_CRON, MAX_PROMPT, MAX_TASK_NAME, MAX_TIME_ZONE
 from entrypoints.http.schemas import NOT_BLANK, ONE_LINE, Camel, PositiveId, documented
 
 TaskName = Annotated[
@@ -33,7 +33,8 @@ Cron = Annotated[
     ),
 ]
 TimeZone = Annotated[
-    str, Meta(min_length=1, max_length=64, description="An IANA time zone", examples=["UTC"])
+    str,
+    Meta(min_length=1, max_length=MAX_TIME_ZONE, description="An IANA time zone", examples=["UTC"]),
 ]
 
 

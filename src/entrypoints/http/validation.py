@@ -5,8 +5,9 @@ request struct's `rules` (`schemas.Camel.rules`, one module per feature) and a p
 `rule` (`rules.RuledQuery`, `rules.RuledPath`).
 
 Bodies are decoded strictly (no string-to-number coercion) with msgspec, one field at a time, so
-that every failing field is known and the rules' order picks the message the command's parsing would
-have given (the handler still parses the body into its command, as the CLI does). Query and path
+that every failing field is known and the rules' order picks the message that wins when several
+fail (the handler then parses the body into its command, as the CLI does, with the domain's own
+rules and messages). Query and path
 parameters are checked from their raw strings. A body that is not JSON, is nested too deeply or
 holds a number too large for any field is a 400, never a 500; a body sent without a JSON media type
 is a 415.
@@ -178,7 +179,7 @@ def _param_error(name: str, raw: str | None, rule: ParamRule | None) -> Invalid 
 @dataclass(frozen=True, slots=True)
 class _Edge:
     body: type[msgspec.Struct] | None
-    # (wire name, "query" | "path", required, the table's rule)
+    # (wire name, "query" | "path", required, the rule its declaration carries)
     params: tuple[tuple[str, str, bool, ParamRule | None], ...]
 
 
@@ -236,9 +237,9 @@ def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
 
 async def check_request(request: Request[Any, Any, Any]) -> Response[None] | None:
     """Litestar `before_request` hook: refuse what the route's declared types refuse, with the
-    table's messages, before Litestar converts anything. A query parameter given twice is
-    refused: which of the two the handler would act on is nobody's guess. `OPTIONS` is
-    answered here with the path's methods (see `methods`)."""
+    messages of its declared rules, before Litestar converts anything. A query parameter given twice
+    is refused: which of the two the handler would act on is nobody's guess. `OPTIONS` is answered
+    here with the path's methods (see `methods`)."""
     if request.method == OPTIONS:
         return options_answer(request)
     edge = _edge(request.route_handler)

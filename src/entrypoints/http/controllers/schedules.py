@@ -8,6 +8,7 @@ from dishka import FromDishka
 from litestar import Controller, delete, get, patch, post
 from litestar.params import JSONBody, QueryParameter
 
+from application.ports.cron_schedule import CronSchedule
 from application.use_cases.create_scheduled_task import (
     CreateScheduledTask,
     CreateScheduledTaskCommand,
@@ -27,6 +28,7 @@ from application.use_cases.update_scheduled_task import (
     UpdateScheduledTaskCommand,
 )
 from domain.identity import Caller
+from domain.schedules import MAX_RUN_PAGE
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.params import TASK_ID
@@ -55,9 +57,10 @@ class ScheduledTaskController(Controller):
         data: JSONBody[CreateTaskBody],
         caller: FromDishka[Caller],
         use_case: FromDishka[CreateScheduledTask],
+        schedule: FromDishka[CronSchedule],
     ) -> TaskResponse:
         task = await use_case.execute(
-            command(CreateScheduledTaskCommand.parse, data, caller=caller)
+            command(CreateScheduledTaskCommand.parse, data, caller=caller, schedule=schedule)
         )
         return TaskResponse(success=True, task=TaskOut.from_entity(task))
 
@@ -87,9 +90,10 @@ class ScheduledTaskController(Controller):
         data: JSONBody[UpdateTaskBody],
         caller: FromDishka[Caller],
         use_case: FromDishka[UpdateScheduledTask],
+        schedule: FromDishka[CronSchedule],
     ) -> TaskResponse:
         task = await use_case.execute(
-            command(UpdateScheduledTaskCommand.parse, data, caller=caller)
+            command(UpdateScheduledTaskCommand.parse, data, caller=caller, schedule=schedule)
         )
         return TaskResponse(success=True, task=TaskOut.from_entity(task))
 
@@ -133,7 +137,8 @@ class ScheduledTaskController(Controller):
         use_case: FromDishka[ListScheduledRuns],
         task_id: Annotated[int, TASK_ID],
         limit: Annotated[
-            int | None, QueryParameter(name="limit", ge=1, le=100, description="Page size")
+            int | None,
+            QueryParameter(name="limit", ge=1, le=MAX_RUN_PAGE, description="Page size"),
         ] = None,
         cursor: Annotated[
             str | None,
