@@ -172,10 +172,10 @@ class Direct:
         if library is not None:
             # The unpacked native wheel goes first on the path: its llama_cpp is imported.
             env["PYTHONPATH"] = os.pathsep.join([str(library), *sys.path[1:]])
+        cmd = [sys.executable, __file__, "--direct-worker", "--threads", str(threads)]
         self.process = subprocess.Popen(
-            [sys.executable, __file__, "--direct-worker", "--threads", str(threads)],
-            cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log, env=env,
-        )  # fmt: skip
+            cmd, cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._log
+        )
         self.log = log
         hello = self._read()
         if not hello.get("ready"):
@@ -199,16 +199,8 @@ class Direct:
     def generate(self) -> tuple[Run, dict[str, Any]]:
         messages = [{"role": "system", "content": SYSTEM}, {"role": "user", "content": PROMPT}]
         answer = self.ask({"op": "generate", "messages": messages, "max_tokens": MAX_TOKENS})
-        run = Run(
-            side=self.side,
-            tokens=answer["tokens"],
-            chunks=answer["chunks"],
-            first_s=answer["first_s"],
-            last_delta_s=answer["last_delta_s"],
-            done_s=answer["done_s"],
-            finish=answer["finish"],
-        )
-        return run, answer
+        figures = ("tokens", "chunks", "first_s", "last_delta_s", "done_s", "finish")
+        return Run(self.side, *(answer[k] for k in figures)), answer
 
     def count(self, text: str) -> int:
         return int(self.ask({"op": "tokenize", "text": text})["tokens"])
@@ -254,15 +246,7 @@ class RunnerSide:
 
     def generate(self, direct: Direct) -> Run:
         pieces, first, last, done, reason = self._loop.run_until_complete(self._generate())
-        return Run(
-            side="runner",
-            tokens=direct.count("".join(pieces)),
-            chunks=len(pieces),
-            first_s=first,
-            last_delta_s=last,
-            done_s=done,
-            finish=reason,
-        )
+        return Run("runner", direct.count("".join(pieces)), len(pieces), first, last, done, reason)
 
     def close(self) -> None:
         self._loop.run_until_complete(self._runner.aclose())
@@ -331,15 +315,8 @@ def platform_run(
     if not result.ok:
         raise BenchError(f"POST /chat failed: {'; '.join(result.errors)}")
     assert result.first is not None and result.last_delta is not None and result.done is not None
-    text = "".join(result.text)
-    run = Run(
-        side="platform",
-        tokens=direct.count(text),
-        chunks=len(result.text),
-        first_s=result.first - result.started,
-        last_delta_s=result.last_delta - result.started,
-        done_s=result.done - result.started,
-    )
+    first, last, done = (x - result.started for x in (result.first, result.last_delta, result.done))
+    run = Run("platform", direct.count("".join(result.text)), len(result.text), first, last, done)
     if result.thread_id:
         figures = asyncio.run(ledger(platform, result.thread_id))
         if figures is not None:
@@ -390,13 +367,12 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "httpx client from sending the request to `data: [DONE]` (HTTP, database writes "
         "before the stream and the final store before `[DONE]` included). Native: the direct "
         "side with a `-DGGML_NATIVE=ON` build of the same version, made on this machine.",
-        f"- {args.warmup} warm-up generation(s) per side, then {args.rounds} rounds, each "
-        "starting with the next side in turn. "
-        "Output tokens: the received text tokenized by the same model's tokenizer (no BOS) on "
-        "every side. tokens/s = output tokens / time to the end; decode = (tokens - 1) / "
-        "(last text piece - first text piece); *pieces* are the text pieces received "
-        "(direct and runner: one per token; platform: the first words at once, then the "
-        "tokens of each 50 ms merged). Ratios and differences are per round against the "
+        f"- {args.warmup} warm-up generation(s) per side, then {args.rounds} rounds, each starting "
+        "with the next side in turn. Output tokens: the received text tokenized by the same "
+        "model's tokenizer (no BOS) on every side. tokens/s = output tokens / time to the end; "
+        "decode = (tokens - 1) / (last text piece - first text piece); *pieces* are the text "
+        "pieces received (direct and runner: one per token; platform: the first words at once, "
+        "then the tokens of each 50 ms merged). Ratios and differences are per round against the "
         "direct side, median over rounds.",
         "",
         "| Side | output tokens (median) | first text (s) | end (s) | tokens/s | decode tokens/s |",
@@ -432,11 +408,10 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "",
         *(
             [
-                f"Portable against native build on this machine: the native build reaches "
-                f"{native_cost:.1%} of the portable build's tokens/s ({native_decode:.1%} "
-                "decode), i.e. the portable build runs at "
-                f"{1 / native_cost:.1%} of native. Portable: `{results.builds.get('direct')}`; "
-                f"native: `{results.builds.get('native')}`.",
+                "Portable against native build on this machine: the native build reaches "
+                f"{native_cost:.1%} of the portable build's tokens/s ({native_decode:.1%} decode), "
+                f"i.e. the portable build runs at {1 / native_cost:.1%} of native. Portable: "
+                f"`{results.builds.get('direct')}`; native: `{results.builds.get('native')}`.",
                 "",
             ]
             if has_native
@@ -529,15 +504,10 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--warmup", type=int, default=1)
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=int(os.environ.get("AP_LOCAL_LLM_THREADS", "2")),
-        help="model threads on both sides (AP_LOCAL_LLM_THREADS for the platform)",
-    )
+    parser = harness.parser(__doc__, rounds=3, warmup=1)
+    threads = int(os.environ.get("AP_LOCAL_LLM_THREADS", "2"))
+    about = "model threads, every side (the platform's AP_LOCAL_LLM_THREADS)"
+    parser.add_argument("--threads", type=int, default=threads, help=about)
     parser.add_argument("--native-wheel", help="a llama-cpp-python wheel built GGML_NATIVE=ON")
     parser.add_argument("--no-native", action="store_true", help="skip the native comparison")
     parser.add_argument("--direct-worker", action="store_true", help=argparse.SUPPRESS)

@@ -33,6 +33,8 @@ PROMPT = "Tell me about streaming."
 SYSTEM = "You are a helpful assistant.\n\nYour name is Scripted bench."
 EXPECTED_ORDER = ["start", "start-step", "text-start", "text-delta", "text-end", "finish-step",
                   "finish"]  # fmt: skip
+SIDES = ("direct", "platform")
+LABELS = {"direct": "provider directly", "platform": "`POST /chat`"}
 
 
 @dataclass
@@ -51,6 +53,12 @@ class Side:
         self.first_p99.append(percentile(firsts, 99))
         self.last_p50.append(percentile(lasts, 50))
         self.last_p99.append(percentile(lasts, 99))
+
+    def row(self, label: str, per_round: bool = False) -> str:
+        """Its table row: the medians over the rounds (ms), or each round's figures."""
+        figures = (self.first_p50, self.first_p99, self.last_p50, self.last_p99)
+        cells = (fmt(x) if per_round else f"{med(x):.2f}" for x in figures)
+        return f"| {label} | " + " | ".join(cells) + " |"
 
 
 @dataclass
@@ -235,10 +243,10 @@ class Bench:
                 return await self.direct(client, paced=paced)
             return await self.via(client, paced=paced)
 
+        errors = results.sequential_errors
         async for r, got, _ in harness.paired_rounds(
-            ("direct", "platform"), args.rounds, requests, one, self.problem,
-            results.sequential_errors,
-        ):  # fmt: skip
+            SIDES, args.rounds, requests, one, self.problem, errors
+        ):
             arrivals = await harness.arrivals(client, self.provider_url)
             for side, items in got.items():
                 if not items:
@@ -298,7 +306,7 @@ class Bench:
     async def concurrent(self, client: httpx.AsyncClient, results: Results) -> None:
         n = self.args.concurrency
         for r in range(self.args.rounds):
-            for side in harness.alternate(("direct", "platform"), r):
+            for side in harness.alternate(SIDES, r):
                 await self.reset_provider_stats(client)
                 # A fresh client per round: n new connections on both sides, and no idle
                 # keep-alive connection that the server may be closing as it is reused.
@@ -388,11 +396,10 @@ class Bench:
             pg_open = harness.tree_pss(pg_pid)
             got = await asyncio.gather(*tasks)
             errors = sum(1 for x in got if self.problem(x, "platform"))
+            provider_open = int(stats["open"])
             m = MemoryRound(
-                idle_rss=idle, open_rss=with_open, pg_idle_rss=pg_idle,
-                pg_open_rss=pg_open, open_streams=still_open, provider_open=int(stats["open"]),
-                errors=errors, open_after_s=open_after,
-            )  # fmt: skip
+                idle, with_open, pg_idle, pg_open, still_open, provider_open, errors, open_after
+            )
             results.memory.append(m)
             print(
                 f"round {r + 1} memory  serve RSS idle {idle / 2**20:.1f} MiB, {still_open} open "
@@ -483,17 +490,16 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"chunk, {args.tokens} content-delta chunks, a stop chunk, a usage chunk "
         "(`stream_options.include_usage`) and `data: [DONE]`, written at once (chunked "
         "transfer encoding, keep-alive).",
-        f"- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
-        f"{version('litestar')}, "
-        f"httpx {version('httpx')} to the provider) on a temporary data dir (embedded "
-        f"PostgreSQL), `AP_OPENAI_BASE_URL` at the scripted provider, `AP_LOG_LEVEL="
-        f"{args.log_level}`, one agent on `openai:{MODEL}` without knowledge bases. Every chat "
-        "is a new conversation with a supplied `title` (so no title-generation job runs); "
-        "the platform stores the conversation, the user message and the run (one statement) "
-        "before the stream starts, stores chunks every 150 ms as they come and the whole "
-        "message at the end, before `[DONE]` (run-log commits do not wait for the WAL flush). "
-        "Live readers get the first words at once, then merged batches at most every 50 ms, "
-        "and the end at once.",
+        "- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
+        f"{version('litestar')}, httpx {version('httpx')} to the provider) on a temporary data dir "
+        "(embedded PostgreSQL), `AP_OPENAI_BASE_URL` at the scripted provider, "
+        f"`AP_LOG_LEVEL={args.log_level}`, one agent on `openai:{MODEL}` without knowledge bases. "
+        "Every chat is a new conversation with a supplied `title` (so no title-generation job "
+        "runs); the platform stores the conversation, the user message and the run (one statement) "
+        "before the stream starts, stores chunks every 150 ms as they come and the whole message "
+        "at the end, before `[DONE]` (run-log commits do not wait for the WAL flush). Live readers "
+        "get the first words at once, then merged batches at most every 50 ms, and the end at "
+        "once.",
         "- Client: one httpx AsyncClient (keep-alive) in the driver process for both sides; "
         "each event is split on the blank line and parsed with `json.loads` on both sides. "
         "*first* = the first non-empty content delta parsed (direct: `choices[0].delta.content`;"
@@ -502,11 +508,10 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "scripted text and (once) the platform's chunk order is `start`, `start-step`, "
         "`text-start`, `text-delta`..., `text-end`, `finish-step`, `finish`.",
         f"- Sequential: {args.warmup} warm-up streams per side, then {args.rounds} rounds of "
-        f"{args.requests} requests per side, alternating direct and platform one by one (the "
-        "first of each pair alternates too); p50/p99 nearest rank per round, the tables show "
-        "medians over the rounds. Added = platform p50 - direct p50 in the same round, median "
-        "over rounds. Response bodies: direct "
-        f"{results.body_bytes.get('direct', 0) / 1024:.1f} KiB, platform "
+        f"{args.requests} requests per side, alternating direct and platform one by one (the first "
+        "of each pair alternates too); p50/p99 nearest rank per round, the tables show medians "
+        "over the rounds. Added = platform p50 - direct p50 in the same round, median over rounds. "
+        f"Response bodies: direct {results.body_bytes.get('direct', 0) / 1024:.1f} KiB, platform "
         f"{results.body_bytes.get('platform', 0) / 1024:.1f} KiB.",
         f"- Paced (diagnostic, not the target): a second agent on `openai:{PACED_MODEL}`, for "
         "which the provider sleeps 1 ms (`asyncio.sleep`, about 1.1 ms on uvloop) before each "
@@ -516,23 +521,11 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "| Sequential streams | first p50 (ms) | first p99 (ms) | last p50 (ms) | last p99 (ms) |",
         "|---|---:|---:|---:|---:|",
     ]
-    for side, label in (("direct", "provider directly"), ("platform", "`POST /chat`")):
-        s = seq[side]
-        lines.append(
-            f"| {label} | {med(s.first_p50):.2f} | {med(s.first_p99):.2f} | "
-            f"{med(s.last_p50):.2f} | {med(s.last_p99):.2f} |"
-        )
+    lines += [seq[side].row(LABELS[side]) for side in SIDES]
     lines.append(f"| added by the platform | {added_first:.2f} | | {added_last:.2f} | |")
     if results.paced["direct"].first_p50:
-        for side, label in (
-            ("direct", "paced (1 ms between deltas): provider directly"),
-            ("platform", "paced: `POST /chat`"),
-        ):
-            s = results.paced[side]
-            lines.append(
-                f"| {label} | {med(s.first_p50):.2f} | {med(s.first_p99):.2f} | "
-                f"{med(s.last_p50):.2f} | {med(s.last_p99):.2f} |"
-            )
+        lines.append(results.paced["direct"].row("paced (1 ms between deltas): provider directly"))
+        lines.append(results.paced["platform"].row("paced: `POST /chat`"))
         lines.append(
             f"| paced: added by the platform | {results.added('first_p50', paced=True):.2f} | | "
             f"{results.added('last_p50', paced=True):.2f} | |"
@@ -548,7 +541,7 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "last p50 (ms) | last p99 (ms) | wall (s) |",
         "|---|---:|---:|---:|---:|---:|---:|",
     ]
-    for side, label in (("direct", "provider directly"), ("platform", "`POST /chat`")):
+    for side, label in LABELS.items():
         cs = results.concurrent[side]
         lines.append(
             f"| {label} | {sum(c.errors for c in cs)} | {med([c.first_p50 for c in cs]):.1f} | "
@@ -608,13 +601,8 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         "",
         "| Side | first p50 | first p99 | last p50 | last p99 |",
         "|---|---|---|---|---|",
+        *(seq[side].row(side, per_round=True) for side in SIDES),
     ]
-    for side in ("direct", "platform"):
-        s = seq[side]
-        lines.append(
-            f"| {side} | {fmt(s.first_p50)} | {fmt(s.first_p99)} | {fmt(s.last_p50)} | "
-            f"{fmt(s.last_p99)} |"
-        )
     timeline_order = [
         ("headers", "response headers"),
         ("start", "`start`"),
@@ -664,10 +652,9 @@ def section(results: Results, args: argparse.Namespace, info: dict[str, str]) ->
         f"- Sequential errors: direct {errs['direct']}, platform {errs['platform']}. Provider "
         f"totals for the instant phases: {results.provider_stats.get('streaming', 0)} streaming "
         f"requests, {results.provider_stats.get('with_usage', 0)} with "
-        "`stream_options.include_usage`, models "
-        f"{results.provider_stats.get('models', {})}, over "
-        f"{results.provider_stats.get('connections', 0)} TCP connections (the direct client's "
-        "and the platform's together).",
+        f"`stream_options.include_usage`, models {results.provider_stats.get('models', {})}, over "
+        f"{results.provider_stats.get('connections', 0)} TCP connections (the direct client's and "
+        "the platform's together).",
         "- TCP connections accepted by the provider during the sequential rounds (the "
         "client keeps one alive for the direct side): "
         + ", ".join(f"{c} for {n} direct + {n} platform requests" for c, n in results.connections)
@@ -705,10 +692,7 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__, serve=True, provider=True)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--requests", type=int, default=200, help="sequential, per side per round")
-    parser.add_argument("--warmup", type=int, default=20, help="sequential warm-up per side")
+    parser = harness.parser(__doc__, provider=True, rounds=3, requests=200, warmup=20)
     parser.add_argument("--stage-requests", type=int, default=50)
     parser.add_argument(
         "--paced-requests", type=int, default=50, help="per side per round with 1 ms between deltas"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import platform as platform_module
@@ -92,10 +93,11 @@ def start(
     """`cmd` from the repository root with `env` added to ours; its output goes to `log` (with
     `pipe`, only its stderr: stdout is the caller's to read)."""
     with log.open("wb") as out:
+        stdout, stderr = (subprocess.PIPE, out) if pipe else (out, subprocess.STDOUT)
+        env = {**os.environ, **env}
         popen = subprocess.Popen(
-            cmd, cwd=ROOT, env={**os.environ, **env}, stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE if pipe else out, stderr=out if pipe else subprocess.STDOUT,
-        )  # fmt: skip
+            cmd, cwd=ROOT, env=env, stdin=subprocess.DEVNULL, stdout=stdout, stderr=stderr
+        )
     return Process(name, popen, log)
 
 
@@ -243,17 +245,22 @@ class Rig:
     def provider(self, tokens: int, delay: float = 0.0, port: int = 0) -> Process:
         """`scripted_provider.py` on loopback (on `port`, else a free one), `url` set."""
         port = port or free_port()
-        cmd = [sys.executable, str(BENCH_DIR / "scripted_provider.py"), "--port", str(port),
-               "--tokens", str(tokens), "--delay", str(delay)]  # fmt: skip
+        options = ["--port", str(port), "--tokens", str(tokens), "--delay", str(delay)]
+        cmd = [sys.executable, str(BENCH_DIR / "scripted_provider.py"), *options]
         process = self.start(f"provider-{delay:g}", cmd, {})
         wait_ready(process, port, "/health", timeout=30)
         process.url = f"http://127.0.0.1:{port}"
         return process
 
     def scripted(
-        self, args: argparse.Namespace, model: str, env: dict[str, str] | None = None, *,
-        worker: bool = True, port: int = 0,
-    ) -> tuple[Platform, Process]:  # fmt: skip
+        self,
+        args: argparse.Namespace,
+        model: str,
+        env: dict[str, str] | None = None,
+        *,
+        worker: bool = True,
+        port: int = 0,
+    ) -> tuple[Platform, Process]:
         """The scripted provider (`args.tokens` deltas an answer), then serve (`args.log_level`,
         `env`) with `openai:<model>` answered by it."""
         provider = self.provider(args.tokens, port=port)
@@ -364,11 +371,10 @@ class EmbeddedPostgres:
         fresh = not (self.pgdata / "PG_VERSION").exists()
         self.start()
         if fresh:
+            cmd, env = [executable("agent-platform"), "migrate"], {"AP_DATA_DIR": str(data_dir)}
             migrated = subprocess.run(
-                [executable("agent-platform"), "migrate"],
-                env={**os.environ, "AP_DATA_DIR": str(data_dir)}, capture_output=True,
-                text=True, check=False,
-            )  # fmt: skip
+                cmd, env={**os.environ, **env}, capture_output=True, text=True, check=False
+            )
             if migrated.returncode != 0:
                 self.stop()
                 raise BenchError(f"agent-platform migrate failed:\n{migrated.stderr[-2000:]}")
@@ -597,11 +603,17 @@ class Rounds:
 
 
 async def time_steps(
-    steps: dict[str, Callable[[], Awaitable[Any]]], order: Callable[[int, int], Iterable[str]],
-    rounds: int, iterations: int, warmup: int, label: str,
-) -> dict[str, list[float]]:  # fmt: skip
+    steps: dict[str, Callable[[], Awaitable[Any]]],
+    rounds: int,
+    iterations: int,
+    warmup: int,
+    label: str,
+    order: Callable[[int, int], Iterable[str]] | None = None,
+) -> dict[str, list[float]]:
     """Each step `warmup` times, then per round `iterations` passes over the steps in
-    `order(round, iteration)`, each timed alone: the rounds' p50 (ms) per step."""
+    `order(round, iteration)` (default: as given, reversed every other pass), each timed alone:
+    the rounds' p50 (ms) per step."""
+    order = order or (lambda r, i: alternate(list(steps), i + r))
     for _ in range(warmup):
         for fn in steps.values():
             await fn()
@@ -618,6 +630,15 @@ async def time_steps(
         progress = ", ".join(f"{n} {v[-1]:.3f} ms" for n, v in rows.items())
         print(f"round {r + 1} {label} p50: {progress}", flush=True)
     return rows
+
+
+def cpu(fn: Callable[..., object], *args: Any) -> Callable[[], Awaitable[None]]:
+    """A step of `time_steps` that is CPU work alone: `fn(*args)` called in a coroutine."""
+
+    async def step() -> None:
+        fn(*args)
+
+    return step
 
 
 # wrk --------------------------------------------------------------------------------------
@@ -646,10 +667,8 @@ def wrk(
     url: str, token: str | None, threads: int, connections: int, duration: float
 ) -> Measurement:
     """One wrk run (`wrk_report.lua` adds the bearer token and prints the figures)."""
-    cmd = [
-        "wrk", f"-t{threads}", f"-c{connections}", f"-d{duration:g}s",
-        "--timeout", "10s", "-s", str(BENCH_DIR / "wrk_report.lua"), url,
-    ]  # fmt: skip
+    load = [f"-t{threads}", f"-c{connections}", f"-d{duration:g}s", "--timeout", "10s"]
+    cmd = ["wrk", *load, "-s", str(BENCH_DIR / "wrk_report.lua"), url]
     env = {**os.environ, "BENCH_TOKEN": token or ""}
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
     line = next((x for x in done.stdout.splitlines() if x.startswith("BENCH ")), None)
@@ -673,9 +692,11 @@ def wrk(
 
 
 def wrk_rounds(
-    urls: dict[str, str], tokens: dict[str, str], loads: dict[str, tuple[int, int]],
+    urls: dict[str, str],
+    tokens: dict[str, str],
+    loads: dict[str, tuple[int, int]],
     args: argparse.Namespace,
-) -> Rounds:  # fmt: skip
+) -> Rounds:
     """Each target (in `urls`' order) at each load (threads, connections): an `args.warmup`
     run per target at the load named "loaded", then `args.rounds` rounds of `args.duration`
     runs, the targets' order rotating between rounds. Keyed (target, load)."""
@@ -866,10 +887,13 @@ Pair = dict[str, StreamResult | None]
 
 
 async def paired_rounds(
-    configs: Sequence[str], rounds: int, requests: int,
+    configs: Sequence[str],
+    rounds: int,
+    requests: int,
     one: Callable[[str], Awaitable[StreamResult]],
-    problem: Callable[[StreamResult, str], str | None], errors: dict[str, int],
-) -> AsyncIterator[tuple[int, dict[str, list[StreamResult]], list[Pair]]]:  # fmt: skip
+    problem: Callable[[StreamResult, str], str | None],
+    errors: dict[str, int],
+) -> AsyncIterator[tuple[int, dict[str, list[StreamResult]], list[Pair]]]:
     """The paired rounds: per round `requests` requests per configuration, one by one, the
     configurations alternating (which goes first alternates too). Yields per round its index,
     the answers without a problem per configuration and the pairs (None for a failed one);
@@ -906,29 +930,28 @@ class ChatRound:
 ROUND_FIGURES = ("first_p50", "first_p99", "provider_p50", "headers_p50", "last_p50")
 
 
+@dataclass
 class PairedChat:
     """Chat time to first byte with two configurations (two agents, or two organizations) on
     the scripted provider, in paired rounds; per round and configuration the p50/p99 of the
     first `text-delta`, and p50 of when the provider had read the platform's request, of the
     response's headers and of `[DONE]`; per round the median of the pairs' differences."""
 
-    def __init__(
-        self, platform: Platform, provider_url: str, configs: tuple[str, str],
-        agents: dict[str, int], tokens: dict[str, str], expected: str, prompt: str, title: str,
-    ) -> None:  # fmt: skip
-        self.platform = platform
-        self.provider_url = provider_url
-        self.configs = configs
-        self.agents = agents
-        self.tokens = tokens
-        self.expected = expected
-        self.prompt = prompt
-        self.title = title
-        self.titles = 0
-        self.rounds: dict[str, list[ChatRound]] = {c: [] for c in configs}
-        self.paired: list[float] = []
-        self.errors = dict.fromkeys(configs, 0)
-        self.chats = dict.fromkeys(configs, 0)
+    platform: Platform
+    provider_url: str
+    agents: dict[str, int]  # per configuration, in order: the agent chatted with
+    tokens: dict[str, str]  # per configuration: the bearer token
+    expected: str  # the scripted answer's text
+    prompt: str
+    title: str
+    titles: int = 0
+    paired: list[float] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.configs = tuple(self.agents)
+        self.rounds: dict[str, list[ChatRound]] = {c: [] for c in self.configs}
+        self.errors = dict.fromkeys(self.configs, 0)
+        self.chats = dict.fromkeys(self.configs, 0)
 
     async def one(self, client: httpx.AsyncClient, config: str) -> StreamResult:
         self.titles += 1
@@ -947,11 +970,15 @@ class PairedChat:
         for _ in range(warmup):
             for config in self.configs:
                 await self.one(client, config)
+
+        def problem(result: StreamResult, _: str) -> str | None:
+            return result.problem(self.expected)
+
         a, b = self.configs
+        one = functools.partial(self.one, client)
         async for r, got, pairs in paired_rounds(
-            self.configs, rounds, requests, lambda config: self.one(client, config),
-            lambda result, _: result.problem(self.expected), self.errors,
-        ):  # fmt: skip
+            self.configs, rounds, requests, one, problem, self.errors
+        ):
             arrived = await arrivals(client, self.provider_url)
             for config in self.configs:
                 items = got[config]
@@ -988,15 +1015,21 @@ class PairedChat:
     def med(self, config: str, attr: str) -> float:
         return median(getattr(x, attr) for x in self.rounds[config])
 
-    def table(self, labels: dict[str, str], added: str) -> list[str]:
-        """A row per configuration (in `labels`' order) and the added row: first p50 and p99,
-        provider read, headers and `[DONE]` p50 (ms)."""
+    def table(self, first: str, labels: dict[str, str], added: str) -> list[str]:
+        """The table, its first column headed `first`: a row per configuration (in `labels`'
+        order) and the added row: first p50 and p99, provider read, headers and `[DONE]` p50
+        (ms)."""
+        head = (
+            f"| {first} | first p50 (ms) | first p99 (ms) | provider read p50 (ms) | headers p50 "
+            "(ms) | `[DONE]` p50 (ms) |"
+        )
         rows = [
             f"| {label} | " + " | ".join(f"{self.med(c, x):.2f}" for x in ROUND_FIGURES) + " |"
             for c, label in labels.items()
         ]
         more = " | ".join(f"{self.added(x):.2f}" for x in ROUND_FIGURES[2:])
-        return [*rows, f"| {added} | {self.added('first_p50'):.2f} | | {more} |"]
+        added_row = f"| {added} | {self.added('first_p50'):.2f} | | {more} |"
+        return [head, "|---|---:|---:|---:|---:|---:|", *rows, added_row]
 
     def per_round(self, first: str, second: str) -> str:
         """The first p50 per round of each configuration (labelled `first` and `second`), their
@@ -1055,19 +1088,32 @@ def write_section(path: Path, title: str, text: str) -> None:
     path.write_text("".join(lines[:start]) + text + ("\n" + rest if rest else ""))
 
 
+# Options several benchmarks take, each with its own default (`parser(doc, rounds=3)`): their help.
+COMMON_OPTIONS = {
+    "rounds": "rounds, each measuring every side",
+    "warmup": "warm-up: seconds per wrk target, or unrecorded runs per side",
+    "duration": "seconds per wrk run",
+    "requests": "requests per side per round",
+    "seed": "seed of the generated data",
+}
+
+
 def parser(
-    doc: str | None, *, serve: bool = False, provider: bool = False
+    doc: str | None, *, serve: bool = False, provider: bool = False, **common: float
 ) -> argparse.ArgumentParser:
     """A benchmark's argument parser, with the options every benchmark takes; with `serve`,
-    `--log-level` (serve's `AP_LOG_LEVEL`); with `provider`, `--tokens` (the scripted
-    provider's content deltas per answer)."""
+    `--log-level` (serve's `AP_LOG_LEVEL`); with `provider`, that and `--tokens` (the scripted
+    provider's content deltas per answer); `common`: those of `COMMON_OPTIONS` it takes, with
+    their defaults (the type is the default's)."""
     parser = argparse.ArgumentParser(description=(doc or "").splitlines()[0])
+    for name, default in common.items():
+        parser.add_argument(
+            f"--{name}", type=type(default), default=default, help=COMMON_OPTIONS[name]
+        )
     parser.add_argument("--no-write", action="store_true", help="do not update BENCHMARKS.md")
-    parser.add_argument(
-        "--benchmarks-file", type=Path, default=BENCHMARKS_FILE,
-        help="the file whose section is rewritten (default: BENCHMARKS.md at the repository root)",
-    )  # fmt: skip
-    if serve:
+    where = "the file whose section is rewritten (default: BENCHMARKS.md at the repository root)"
+    parser.add_argument("--benchmarks-file", type=Path, default=BENCHMARKS_FILE, help=where)
+    if serve or provider:
         levels = ("debug", "info", "warning", "error")
         parser.add_argument("--log-level", default="info", choices=levels, help="AP_LOG_LEVEL")
     if provider:
@@ -1075,11 +1121,12 @@ def parser(
     return parser
 
 
-def run(
-    title: str, args: argparse.Namespace,
-    measure: Callable[[argparse.Namespace, dict[str, str]], tuple[str, bool]],
-    *, wrk: bool = False,
-) -> int:  # fmt: skip
+# A benchmark's measuring: `measure(args, machine)`, the section's text and whether every target
+# is met.
+Measure = Callable[[argparse.Namespace, dict[str, str]], tuple[str, bool]]
+
+
+def run(title: str, args: argparse.Namespace, measure: Measure, *, wrk: bool = False) -> int:
     """A benchmark from the machine's description to its section: `measure(args, machine)`
     returns the section's text and whether every target is met. Prints the section and, unless
     `--no-write`, puts it into the benchmarks file. The exit status: 0 when every target is

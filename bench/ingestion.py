@@ -25,7 +25,7 @@ from typing import Any
 import harness
 import httpx
 from corpus import Corpus, generate
-from harness import BenchError, Process, Rig, Sampler, expect, median, postmaster, tail
+from harness import BenchError, Process, Rig, Sampler, expect, median, postmaster, tail, verdict
 
 from entrypoints.config import DEFAULT_EMBEDDING_PART_SIZE
 
@@ -155,11 +155,10 @@ class Bench:
         )
 
     def plain(self, rep: int, kind: str) -> Run:
-        cmd = [
-            sys.executable, str(harness.BENCH_DIR / "plain_llama_index.py"),
-            str(self.corpus.pdf.parent), "--chunk-size", str(self.chunk_size),
-            "--chunk-overlap", str(self.chunk_overlap), "--torch-threads", str(self.threads(kind)),
-        ]  # fmt: skip
+        sizes = ["--chunk-size", str(self.chunk_size), "--chunk-overlap", str(self.chunk_overlap)]
+        threads = ["--torch-threads", str(self.threads(kind))]
+        script = harness.BENCH_DIR / "plain_llama_index.py"
+        cmd = [sys.executable, str(script), str(self.corpus.pdf.parent), *sizes, *threads]
         process = self.rig.start(f"{kind}-{rep}", cmd, {}, pipe=True)
         with Sampler({"plain": [process.popen.pid]}) as sampler:
             out, _ = process.popen.communicate(timeout=self.args.timeout)
@@ -223,8 +222,8 @@ class Bench:
             raise BenchError("the embedded PostgreSQL stopped when the workers exited")
         expect(self.client.get("/kb/manage"), 200)
         done = {f["fileName"]: parse_time(f["updatedAt"]) - launched for f in files}
-        failed = [f"{f['fileName']}: {f['processingError']}" for f in files if
-                  f["processingStatus"] != "completed"]  # fmt: skip
+        not_completed = [f for f in files if f["processingStatus"] != "completed"]
+        failed = [f"{f['fileName']}: {f['processingError']}" for f in not_completed]
         starts = [worker_started(p.log) for p in procs]
         return Run(
             kind=kind,
@@ -275,9 +274,11 @@ async def service_compute(
     ]:
         began = time.perf_counter()
         document = extractor.extract(
-            path.read_bytes(), content_type=content_type, file_name=path.name,
+            path.read_bytes(),
+            content_type=content_type,
+            file_name=path.name,
             limits=ExtractionLimits(),
-        )  # fmt: skip
+        )
         extracted = time.perf_counter()
         chunks = chunker.split(document, size=size, overlap=overlap)
         split = time.perf_counter()
@@ -441,14 +442,13 @@ def section(
         "| Comparison | Measured | Target | Result |",
         "|---|---:|---:|---|",
         f"| full (1 worker) / plain, pages/s, both {threads} torch {ts} per process | "
-        f"{ratio('full-1', 'plain'):.0%} | ≥ {RATIO_TARGET:.0%} | "
-        f"{'PASS' if ok_ratio else 'FAIL'} |",
+        f"{ratio('full-1', 'plain'):.0%} | ≥ {RATIO_TARGET:.0%} | {verdict(ok_ratio)} |",
         f"| 2 workers / 1 worker speed-up (wall time), workers already running (throughput), "
         f"{threads} torch {ts} per worker | {speedup('warm-1', 'warm-2'):.2f}x | "
-        f"≥ {SPEEDUP_TARGET}x | {'PASS' if ok_speedup else 'FAIL'} |",
+        f"≥ {SPEEDUP_TARGET}x | {verdict(ok_speedup)} |",
         f"| 2 workers / 1 worker speed-up (wall time), timed from the workers' launch, "
         f"{threads} torch {ts} per worker | {speedup('full-1', 'full-2'):.2f}x | "
-        f"≥ {SPEEDUP_TARGET}x | {'PASS' if ok_cold else 'FAIL'} (start-up included) |",
+        f"≥ {SPEEDUP_TARGET}x | {verdict(ok_cold)} (start-up included) |",
         f"| full (1 worker) / plain, chunks/s, both {threads} {ts} | "
         f"{ratio('full-1', 'plain', 'chunks_per_s'):.0%} | - | (not the same chunks) |",
         f"| full (1 worker) / plain, pages/s, both {all_threads} threads | "
@@ -461,15 +461,12 @@ def section(
         f"{speedup('full-1-all', 'full-2'):.2f}x | - | extra |",
         f"| Markdown files only: 2 workers / 1 worker speed-up, {threads} torch {ts} per "
         f"worker | {speedup('md-1', 'md-2'):.2f}x | - | extra |",
-    ]
-    verdicts += [
         "",
-        "The speed-up is a throughput target, so it is judged on workers that are already "
-        "running, as they are in a deployment: `agent-platform worker` is a long-lived "
-        "process. Timed from the workers' launch it also carries each worker's start-up "
-        "(interpreter, torch import, model load: about ten seconds, the same for one worker "
-        "or two), which does not divide; that figure is the second row, and the last two "
-        "bullets below take it apart.",
+        "The speed-up is a throughput target, so it is judged on workers that are already running, "
+        "as they are in a deployment: `agent-platform worker` is a long-lived process. Timed from "
+        "the workers' launch it also carries each worker's start-up (interpreter, torch import, "
+        "model load: about ten seconds, the same for one worker or two), which does not divide; "
+        "that figure is the second row, and the last two bullets below take it apart.",
     ]
     if not (ok_ratio and ok_speedup):
         verdicts += ["", "Why a target is missed: see the last two bullets below."]
@@ -478,14 +475,15 @@ def section(
         "| CPU s (process) | CPU s (PostgreSQL) | machine busy (cores) |",
         "|---|---|---|---|---|---|---|---|",
     ]
+
+    def each(fmt: str, values: list[float | None]) -> str:
+        return ", ".join("-" if v is None else format(v, fmt) for v in values)
+
     for kind in KINDS:
         rs = of(runs, kind)
-
-        def each(fmt: str, values: list[float | None]) -> str:
-            return ", ".join("-" if v is None else format(v, fmt) for v in values)
-
-        ready = ", ".join("/".join(f"{x:.1f}" for x in r.extra.get("worker_ready", [])) or "-"
-                          for r in rs)  # fmt: skip
+        ready = ", ".join(
+            "/".join(f"{x:.1f}" for x in r.extra.get("worker_ready", [])) or "-" for r in rs
+        )
         per_rep.append(
             f"| {kind} | {each('.1f', [r.seconds for r in rs])} | {ready} | "
             f"{each('.1f', [r.extra.get('pdf_done') for r in rs])} | "
@@ -576,11 +574,10 @@ def section(
         f"- {args.repeats} repetitions of the {len(KINDS)} runs, interleaved in the order of the "
         "tables; tables show medians. RSS and CPU: psutil every 0.2 s, children included; CPU "
         "cores busy = CPU seconds of the process (both workers together) / wall time.",
-        "- Changes since the previous measurement (16:07 UTC: 86%; 1.54x with the workers "
-        "already running, 1.45x from their launch): a file with more than "
-        f"{PART_SIZE} passages is embedded in parts, one job each, ahead of files not yet "
-        "started, so both workers embed the PDF (before, it was one job holding half the "
-        "word pieces, embedded by one worker).",
+        "- Changes since the previous measurement (16:07 UTC: 86%; 1.54x with the workers already "
+        f"running, 1.45x from their launch): a file with more than {PART_SIZE} passages is "
+        "embedded in parts, one job each, ahead of files not yet started, so both workers embed "
+        "the PDF (before, it was one job holding half the word pieces, embedded by one worker).",
         "",
         *rows,
         *verdicts,
@@ -592,20 +589,18 @@ def section(
         "What the figures are made of (measured in the same run):",
         "",
         f"- Chunks: the service embeds {service['chunks']} ({service['pdf_chunks']} PDF, "
-        f"{service['chunks'] - service['pdf_chunks']} Markdown) against plain's "
-        f"{plain['chunks']} ({plain['pdf_chunks']} PDF, "
-        f"{plain['chunks'] - plain['pdf_chunks']} Markdown). It cuts Markdown at headings but "
-        f"keeps adjacent sections that fit in {bench.chunk_size} tokens together, whole "
-        f"({service['heading_only']} chunks are a lone heading line). Word pieces embedded: "
-        f"{wordpieces['full']:,} vs {wordpieces['plain']:,} "
+        f"{service['chunks'] - service['pdf_chunks']} Markdown) against plain's {plain['chunks']} "
+        f"({plain['pdf_chunks']} PDF, {plain['chunks'] - plain['pdf_chunks']} Markdown). It cuts "
+        f"Markdown at headings but keeps adjacent sections that fit in {bench.chunk_size} tokens "
+        f"together, whole ({service['heading_only']} chunks are a lone heading line). Word pieces "
+        f"embedded: {wordpieces['full']:,} vs {wordpieces['plain']:,} "
         f"({wordpieces['full'] / wordpieces['plain'] - 1:+.0%}); embedding time follows word "
-        "pieces. Chunks longer than the model's "
-        f"{plain['max_seq_length']}-word-piece window (cut off when embedded): "
-        f"{service['over_limit']} of {service['chunks']} in the service, "
+        f"pieces. Chunks longer than the model's {plain['max_seq_length']}-word-piece window (cut "
+        f"off when embedded): {service['over_limit']} of {service['chunks']} in the service, "
         f"{plain['chunks_over_max_seq_length']} of {plain['chunks']} in plain. The service's "
-        "embedder queues each request's texts longest first and fills each batch of 32 from "
-        "the requests waiting (concurrent jobs share batches); plain sorts each `encode` call's "
-        "chunks by length into batches of 32.",
+        "embedder queues each request's texts longest first and fills each batch of 32 from the "
+        "requests waiting (concurrent jobs share batches); plain sorts each `encode` call's chunks "
+        "by length into batches of 32.",
         f"- The service's own extractor, chunker and embedder ({threads} torch {ts}), "
         "called in-process on the same files after the runs, one file after another with the "
         f"model loaded and nothing stored: PDF extraction {compute['pdf_extract']:.1f} s (text "
@@ -618,23 +613,22 @@ def section(
         f"the other {full_seconds - work:.1f} s are the worker's start-up and model load and "
         "the job path (queue, status updates and commits, object storage, inserts into the "
         "HNSW-indexed table) where they are not hidden behind the other job slot's embedding.",
-        f"- Cores: one worker with {threads} torch {ts} keeps {one_cores:.2f} cores busy "
-        "(torch on one, page rendering, the job path and the event loop beside it); two keep "
+        f"- Cores: one worker with {threads} torch {ts} keeps {one_cores:.2f} cores busy (torch on "
+        "one, page rendering, the job path and the event loop beside it); two keep "
         f"{two_cores:.2f} busy and used {cpu_two:.0f} CPU s for the work one worker does in "
-        f"{cpu_one:.0f} s ({cpu_two / cpu_one - 1:+.0%}; a lone worker with {all_threads} "
-        f"threads used {cpu_one_all:.0f} s). The Markdown jobs spread over both workers, and "
-        f"so does the PDF: one job extracts and splits it, then its {service['pdf_chunks']} "
-        f"passages ({pdf_share:.0%} of the word pieces) are embedded in {pdf_parts} parts of "
-        f"{PART_SIZE} (`AP_EMBEDDING_PART_SIZE`, cut from the passages longest first), one "
-        "`file.embed` job each, queued ahead of the files not yet started and taken by "
-        "whichever worker is free; the last part moves them all into the index at once, and "
-        "the small Markdown jobs make the tail that evens out the workers. With 2 workers "
-        f"the PDF was done {pdf_two:.1f} s after launch, the last Markdown file {md_two:.1f} s "
-        f"(medians). Counting the start-up as not dividing (the first file done "
-        f"{first_md:.1f} s after launch in the 1-worker Markdown-only runs, below), two workers "
-        f"could at best take that plus half the rest of the 1-worker time: {best_two:.1f} s, a "
-        "speed-up of at most "
-        f"{full_seconds / best_two:.2f}x; measured: {speedup('full-1', 'full-2'):.2f}x.",
+        f"{cpu_one:.0f} s ({cpu_two / cpu_one - 1:+.0%}; a lone worker with {all_threads} threads "
+        f"used {cpu_one_all:.0f} s). The Markdown jobs spread over both workers, and so does the "
+        f"PDF: one job extracts and splits it, then its {service['pdf_chunks']} passages "
+        f"({pdf_share:.0%} of the word pieces) are embedded in {pdf_parts} parts of {PART_SIZE} "
+        "(`AP_EMBEDDING_PART_SIZE`, cut from the passages longest first), one `file.embed` job "
+        "each, queued ahead of the files not yet started and taken by whichever worker is free; "
+        "the last part moves them all into the index at once, and the small Markdown jobs make the "
+        f"tail that evens out the workers. With 2 workers the PDF was done {pdf_two:.1f} s after "
+        f"launch, the last Markdown file {md_two:.1f} s (medians). Counting the start-up as not "
+        f"dividing (the first file done {first_md:.1f} s after launch in the 1-worker "
+        "Markdown-only runs, below), two workers could at best take that plus half the rest of the "
+        f"1-worker time: {best_two:.1f} s, a speed-up of at most {full_seconds / best_two:.2f}x; "
+        f"measured: {speedup('full-1', 'full-2'):.2f}x.",
         f"- The Markdown-only runs (the same {len(corpus.markdown)} files without the PDF: many "
         f"small jobs that divide evenly) took {md_one_s:.1f} s with one worker and "
         f"{md_two_s:.1f} s with two ({md_one_s / md_two_s:.2f}x): the first file was done "
@@ -654,11 +648,10 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
+    parser = harness.parser(__doc__, seed=7)
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--pages", type=int, default=200)
     parser.add_argument("--markdown", type=int, default=200)
-    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per run")
     parser.add_argument(
         "--torch-threads", type=int, default=1, help="torch threads per process (both sides)"

@@ -72,12 +72,10 @@ def seed(base_url: str, tokens: dict[str, str], pgdata: Path) -> tuple[int, int]
     first round does not run with the plans chosen for empty tables."""
     for org, count in ((ORG_ID, KB_COUNT), (SMALL_ORG_ID, SMALL_KB_COUNT)):
         with httpx.Client(base_url=base_url, headers=bearer(tokens[org]), timeout=30.0) as client:
-            kb_ids = [
-                int(expect(client.post("/kb/manage", json={"name": f"Bench KB {i:04d}"}), 201)[
-                    "knowledgeBase"
-                ]["id"])
-                for i in range(count)
-            ]  # fmt: skip
+            made = [
+                client.post("/kb/manage", json={"name": f"Bench KB {i:04d}"}) for i in range(count)
+            ]
+            kb_ids = [int(expect(r, 201)["knowledgeBase"]["id"]) for r in made]
             if org == ORG_ID:
                 files_kb, big_kb = kb_ids[0], kb_ids[1]
                 for i in range(FILE_COUNT):
@@ -101,19 +99,14 @@ def deep_cursor(base_url: str, token: str, kb_id: int) -> str:
 
 
 def first_difference(a: Any, b: Any, path: str = "$") -> str | None:
+    """Where two JSON values first differ (dict keys in sorted order), or None."""
     if isinstance(a, dict) and isinstance(b, dict):
-        for key in sorted(a.keys() | b.keys()):
-            found = first_difference(a.get(key), b.get(key), f"{path}.{key}")
-            if found:
-                return found
-        return None
-    if isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
-        for i, (x, y) in enumerate(zip(a, b, strict=True)):
-            found = first_difference(x, y, f"{path}[{i}]")
-            if found:
-                return found
-        return None
-    return None if a == b else f"{path}: {a!r} != {b!r}"
+        pairs = [(f"{path}.{k}", a.get(k), b.get(k)) for k in sorted(a.keys() | b.keys())]
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        pairs = [(f"{path}[{i}]", x, y) for i, (x, y) in enumerate(zip(a, b, strict=True))]
+    else:
+        return None if a == b else f"{path}: {a!r} != {b!r}"
+    return next((found for p, x, y in pairs if (found := first_difference(x, y, p))), None)
 
 
 EXPECTED_ITEMS = {
@@ -214,9 +207,8 @@ def table(loaded: Rounds, alone: Rounds, connections: int) -> list[str]:
 def rounds_table(loaded: Rounds, alone: Rounds) -> list[str]:
     rows = ["| Endpoint | Server | req/s per round | p50 (ms) per round | p99 (ms) per round |"]
     rows.append("|---|---|---|---|---|")
-    for results, endpoints, suffix in (
-        (loaded, ENDPOINTS, ""), (alone, LATENCY_TARGETS_MS, ", one client")
-    ):  # fmt: skip
+    parts = ((loaded, ENDPOINTS, ""), (alone, LATENCY_TARGETS_MS, ", one client"))
+    for results, endpoints, suffix in parts:
         for endpoint in endpoints:
             for server in SERVERS:
                 rps, p50, p99 = (results.values((endpoint, server), x) for x in FIGURES)
@@ -237,9 +229,12 @@ def rounds_table(loaded: Rounds, alone: Rounds) -> list[str]:
 
 
 def section(
-    loaded: Rounds, alone: Rounds, args: argparse.Namespace, info: dict[str, str],
+    loaded: Rounds,
+    alone: Rounds,
+    args: argparse.Namespace,
+    info: dict[str, str],
     sizes: dict[str, int],
-) -> str:  # fmt: skip
+) -> str:
     body_sizes = ", ".join(f"{e} {sizes[e] / 1024:.0f} KiB" for e in ENDPOINTS)
     lines = [
         *harness.heading(SECTION_TITLE, "kb_endpoints.py"),
@@ -251,23 +246,21 @@ def section(
         f"-d{args.latency_duration:g}s`) on the endpoints with a latency target; the figures "
         "are the medians over the rounds.",
         f"- Data: organization `{ORG_ID}` with {KB_COUNT:,} knowledge bases, {FILE_COUNT} files "
-        f"uploaded over HTTP into one of them and {BIG_FILE_COUNT:,} file records inserted "
-        "as the owner into another (one statement; the trigger keeps the totals as for any "
-        f"insert); organization `{SMALL_ORG_ID}` with {SMALL_KB_COUNT} knowledge bases. serve "
-        "runs without its worker child (`AP_WORKER_IN_PROCESS=false`), so nothing changes a "
-        f"file between the two servers' reads. Response bodies: {body_sizes}; identical on "
-        "both servers.",
-        "- full: `agent-platform serve` on embedded PostgreSQL 18 (one uvicorn worker, "
-        f"litestar {version('litestar')}, dishka {version('dishka')}, asyncpg "
-        f"{version('asyncpg')}) with `AP_LOG_FORMAT=json` as deployed: bearer JWT check "
-        "(verified tokens cached up to a minute), request-scoped container, just-in-time "
-        "member record (cached), an organization-scoped connection from a fair gate in front "
-        "of a pool of 20 (app role, session-level `set_config('app.org_id')` on checkout, "
-        "row-level security), an access-log line and the metrics middleware. Per request it "
-        "sends the scope (with the member's removal check) and the SELECT(s): 3 statements "
-        "for files (knowledge-base lookup, then the listing or page), 2 for manage (totals "
-        "read from `knowledge_base_stats`); reads run without a transaction, and the "
-        "connection goes back to the pool without a reset.",
+        f"uploaded over HTTP into one of them and {BIG_FILE_COUNT:,} file records inserted as the "
+        "owner into another (one statement; the trigger keeps the totals as for any insert); "
+        f"organization `{SMALL_ORG_ID}` with {SMALL_KB_COUNT} knowledge bases. serve runs without "
+        "its worker child (`AP_WORKER_IN_PROCESS=false`), so nothing changes a file between the "
+        f"two servers' reads. Response bodies: {body_sizes}; identical on both servers.",
+        "- full: `agent-platform serve` on embedded PostgreSQL 18 (one uvicorn worker, litestar "
+        f"{version('litestar')}, dishka {version('dishka')}, asyncpg {version('asyncpg')}) with "
+        "`AP_LOG_FORMAT=json` as deployed: bearer JWT check (verified tokens cached up to a "
+        "minute), request-scoped container, just-in-time member record (cached), an "
+        "organization-scoped connection from a fair gate in front of a pool of 20 (app role, "
+        "session-level `set_config('app.org_id')` on checkout, row-level security), an access-log "
+        "line and the metrics middleware. Per request it sends the scope (with the member's "
+        "removal check) and the SELECT(s): 3 statements for files (knowledge-base lookup, then the "
+        "listing or page), 2 for manage (totals read from `knowledge_base_stats`); reads run "
+        "without a transaction, and the connection goes back to the pool without a reset.",
         "- bare: `bench/bare_app.py` (one uvicorn worker): Litestar handler, one asyncpg pool as "
         "the superuser, the same SELECTs with `org_id` in the WHERE clause (files: the "
         "knowledge-base lookup, then the listing or page; manage: one), then asyncpg's reset "
@@ -323,13 +316,8 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=10.0, help="seconds per measurement")
-    parser.add_argument(
-        "--latency-duration", type=float, default=5.0, help="seconds per one-client run"
-    )
-    parser.add_argument("--warmup", type=float, default=5.0, help="seconds per warm-up run")
+    parser = harness.parser(__doc__, rounds=3, duration=10.0, warmup=5.0)
+    parser.add_argument("--latency-duration", type=float, default=5.0, help="one-client runs (s)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--connections", type=int, default=32)
     return harness.run(SECTION_TITLE, parser.parse_args(), run, wrk=True)

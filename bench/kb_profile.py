@@ -133,7 +133,7 @@ async def measure(
             for server in kb.SERVERS:  # warm-up
                 await _cpu_per_request(apps[server], target[server], args.requests // 5)
             for round_ in range(args.rounds):
-                for server in kb.SERVERS if round_ % 2 == 0 else reversed(kb.SERVERS):
+                for server in harness.alternate(kb.SERVERS, round_):
                     cpu = await _cpu_per_request(apps[server], target[server], args.requests)
                     results.setdefault((endpoint, server), []).append(cpu)
             full, bare = (median(results[(endpoint, s)]) for s in kb.SERVERS)
@@ -230,9 +230,7 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
-    parser.add_argument("--requests", type=int, default=1500, help="requests per round")
-    parser.add_argument("--rounds", type=int, default=10)
+    parser = harness.parser(__doc__, requests=1500, rounds=10)
     return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 

@@ -69,10 +69,7 @@ def seed(mode: Mode, user_ids: list[str]) -> dict[str, str]:
             mode.clerk.add_member(ORG_ID, user_id)
             continue
         tokens[user_id] = mode.platform.token(user_id)
-        response = mode.client.get(
-            "/kb/manage", headers={"Authorization": f"Bearer {tokens[user_id]}"}
-        )
-        expect(response, 200)
+        expect(mode.client.get("/kb/manage", headers=harness.bearer(tokens[user_id])), 200)
     return tokens
 
 
@@ -106,8 +103,7 @@ def iteration(mode: Mode, n: int, members: int, latency: float) -> Iteration:
         clerk.max_in_flight = 0
     start, end, body = timed(mode, "POST", "/admin/bulkRemove", {"userIds": user_ids})
     check_removed(body, user_ids)
-    result = Iteration(list_ms=list_ms, remove_ms=(end - start) * 1000, remove_one_ms=0.0,
-                       listed=len(ids))  # fmt: skip
+    result = Iteration(list_ms, remove_ms=(end - start) * 1000, remove_one_ms=0.0, listed=len(ids))
     if clerk is not None and mode.direct is not None:
         calls = clerk.requests[calls_before:]
         result.calls = Counter(f"{c.method} {_shape(c.path)}" for c in calls)
@@ -139,9 +135,7 @@ def iteration(mode: Mode, n: int, members: int, latency: float) -> Iteration:
     result.remove_one_ms = (end - start) * 1000
 
     if clerk is None:
-        refused = mode.client.get(
-            "/kb/manage", headers={"Authorization": f"Bearer {tokens[user_ids[0]]}"}
-        )
+        refused = mode.client.get("/kb/manage", headers=harness.bearer(tokens[user_ids[0]]))
         if refused.status_code != 403:
             raise BenchError(f"a removed member's token got {refused.status_code}, not 403")
     elif set(clerk.memberships.get(ORG_ID, {})) != {ADMIN}:
@@ -173,33 +167,30 @@ def section(modes: dict[str, Mode], args: argparse.Namespace, info: dict[str, An
         f"`{info['uptime_end']}`. The platforms, their PostgreSQL servers, the stand-in "
         "Clerk servers and the client share these CPUs.",
         f"- Code measured: {info['code']}.",
-        f"- Platforms: one `agent-platform serve` per mode (one uvicorn worker on uvloop, "
-        f"litestar {version('litestar')}, dishka {version('dishka')}, asyncpg "
-        f"{version('asyncpg')}, httpx {version('httpx')}), each on its own temporary data dir "
-        "(embedded PostgreSQL), `AP_WORKER_IN_PROCESS=false`. *local*: the default directory "
-        "(members are rows, recorded by each member's first call). *clerk*: "
-        "`AP_IDENTITY_DIRECTORY=clerk`, `AP_CLERK_API_URL` at `tests/integration/"
-        "clerk_server.py`'s `ClerkServer` as the tests run it (Clerk's Backend API shapes, a "
-        f"thread per connection, {latency_ms:.0f} ms slept in every call, inside the "
-        "benchmark's process). *clerk-nodelay*: the same with a second `ClerkServer` whose "
-        "handler sets `TCP_NODELAY` (`disable_nagle_algorithm`, set by the benchmark): the "
+        "- Platforms: one `agent-platform serve` per mode (one uvicorn worker on uvloop, litestar "
+        f"{version('litestar')}, dishka {version('dishka')}, asyncpg {version('asyncpg')}, httpx "
+        f"{version('httpx')}), each on its own temporary data dir (embedded PostgreSQL), "
+        "`AP_WORKER_IN_PROCESS=false`. *local*: the default directory (members are rows, recorded "
+        "by each member's first call). *clerk*: `AP_IDENTITY_DIRECTORY=clerk`, `AP_CLERK_API_URL` "
+        "at `tests/integration/clerk_server.py`'s `ClerkServer` as the tests run it (Clerk's "
+        f"Backend API shapes, a thread per connection, {latency_ms:.0f} ms slept in every call, "
+        "inside the benchmark's process). *clerk-nodelay*: the same with a second `ClerkServer` "
+        "whose handler sets `TCP_NODELAY` (`disable_nagle_algorithm`, set by the benchmark): the "
         "stand-in writes an answer's headers and its body in two sends, so on a kept-alive "
-        "connection the body waits for the client's delayed ACK (~40 ms); the *direct* row "
-        f"below is the mean of {DIRECT_CALLS} `DELETE`s (404) sent back to back on one "
-        "kept-alive connection from the benchmark straight to each stand-in, after one left "
-        "out (the first after an idle spell is acknowledged at once). Tokens from the "
-        f"platforms' own development identity provider (`{ADMIN}` as `org:admin` of "
-        f"`{ORG_ID}`, each member its own).",
-        f"- Per iteration and mode: {args.members} new members seeded (local: one `GET "
-        "/kb/manage` with each member's token; clerk: added to the stand-in), then timed: "
-        f"`GET /admin/getUsersInOrg` ({args.members} members + the admin), `POST "
-        f"/admin/bulkRemove` of the {args.members} (checked: 200, `successful` = "
-        f"{args.members}), one more member seeded and `POST /admin/bulkRemove` of that one; "
-        "untimed checks: local, a removed member's token gets 403; clerk, the stand-in's "
-        "organization holds only the admin again. Times are the client's wall time from "
-        "sending the request to the whole response read (httpx, one keep-alive connection "
-        f"per platform). {args.warmup} warm-up iterations per mode, then {args.iterations} "
-        "measured; the modes rotate which goes first. p90 is nearest-rank.",
+        "connection the body waits for the client's delayed ACK (~40 ms); the *direct* row below "
+        f"is the mean of {DIRECT_CALLS} `DELETE`s (404) sent back to back on one kept-alive "
+        "connection from the benchmark straight to each stand-in, after one left out (the first "
+        "after an idle spell is acknowledged at once). Tokens from the platforms' own development "
+        f"identity provider (`{ADMIN}` as `org:admin` of `{ORG_ID}`, each member its own).",
+        f"- Per iteration and mode: {args.members} new members seeded (local: one `GET /kb/manage` "
+        "with each member's token; clerk: added to the stand-in), then timed: `GET "
+        f"/admin/getUsersInOrg` ({args.members} members + the admin), `POST /admin/bulkRemove` of "
+        f"the {args.members} (checked: 200, `successful` = {args.members}), one more member seeded "
+        "and `POST /admin/bulkRemove` of that one; untimed checks: local, a removed member's token "
+        "gets 403; clerk, the stand-in's organization holds only the admin again. Times are the "
+        "client's wall time from sending the request to the whole response read (httpx, one "
+        f"keep-alive connection per platform). {args.warmup} warm-up iterations per mode, then "
+        f"{args.iterations} measured; the modes rotate which goes first. p90 is nearest-rank.",
         "",
         "| Mode | Request | p50 (ms) | p90 (ms) | max (ms) |",
         "|---|---|---:|---:|---:|",
@@ -273,10 +264,9 @@ def section(modes: dict[str, Mode], args: argparse.Namespace, info: dict[str, An
             f"per call, {percentile([i.direct_ms for i in mode.iterations], 50):.0f} ms per "
             "call measured)",
         }[name]
-        verdict = "PASS" if p50 < target else "FAIL"
         lines.append(
             f"| `POST /admin/bulkRemove` of {args.members}, {where}: p50 < {target:.0f} ms "
-            f"| {p50:.1f} ms | {verdict} |"
+            f"| {p50:.1f} ms | {harness.verdict(p50 < target)} |"
         )
     lines.append("")
     return "\n".join(lines)
@@ -350,9 +340,8 @@ def run(args: argparse.Namespace, machine: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__, serve=True)
+    parser = harness.parser(__doc__, serve=True, warmup=2)
     parser.add_argument("--iterations", type=int, default=20)
-    parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--members", type=int, default=50, help="members per removal (1-50)")
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per Clerk call")
     parser.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))

@@ -22,7 +22,7 @@ from typing import Any
 import asyncpg
 import harness
 import numpy as np
-from harness import median, percentile
+from harness import fmt, median, percentile, verdict
 from pgvector.asyncpg import register_vector
 
 SECTION_TITLE = "Filtered vector search: HNSW latency and recall@10"
@@ -41,6 +41,15 @@ COLUMNS = [
     "org_id", "knowledge_base_id", "file_record_id", "embedding_model", "dimensions",
     "chunk_index", "page_number", "start_char", "end_char", "text", "embedding",
 ]  # fmt: skip
+NEW_KB = """
+    INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, embedding_dimensions)
+    VALUES ($1, 'bench', $2, $3, $4) RETURNING id"""
+NEW_FILES = """
+    INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, file_key,
+        content_key, content_type, processing_status)
+    SELECT $1, $2, f.id, 'doc-' || n || '.md', 'k/' || f.id, 'c/' || f.id, 'text/markdown',
+        'completed'
+    FROM unnest($3::uuid[]) WITH ORDINALITY f(id, n) RETURNING id"""
 
 
 @dataclass
@@ -134,19 +143,9 @@ async def seed(pgdata: Path, args: argparse.Namespace, rng: np.random.Generator)
         records: list[tuple[Any, ...]] = []
         for org_id, size in org_sizes(args.chunks).items():
             await conn.execute("INSERT INTO organizations (org_id) VALUES ($1)", org_id)
-            kb_id = await conn.fetchval(
-                "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
-                "embedding_dimensions) VALUES ($1, 'bench', $2, $3, $4) RETURNING id",
-                org_id, f"{org_id} handbook", MODEL, DIMS,
-            )  # fmt: skip
-            files = await conn.fetch(
-                "INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, "
-                "file_key, content_key, content_type, processing_status) "
-                "SELECT $1, $2, f.id, 'doc-' || n || '.md', 'k/' || f.id, 'c/' || f.id, "
-                "'text/markdown', 'completed' FROM unnest($3::uuid[]) WITH ORDINALITY f(id, n) "
-                "RETURNING id",
-                org_id, kb_id, [uuid.uuid4() for _ in range(-(-size // CHUNKS_PER_FILE))],
-            )  # fmt: skip
+            kb_id = await conn.fetchval(NEW_KB, org_id, f"{org_id} handbook", MODEL, DIMS)
+            file_ids = [uuid.uuid4() for _ in range(-(-size // CHUNKS_PER_FILE))]
+            files = await conn.fetch(NEW_FILES, org_id, kb_id, file_ids)
             org = Org(org_id, kb_id, size, rng.choice(args.clusters, args.topics, replace=False))
             orgs[org_id] = org
             topic = rng.choice(org.topics, size)
@@ -156,10 +155,8 @@ async def seed(pgdata: Path, args: argparse.Namespace, rng: np.random.Generator)
                 file_id = files[i // CHUNKS_PER_FILE]["id"]
                 index = i % CHUNKS_PER_FILE
                 text = f"{org_id} passage {i} on topic {topic[i]}"
-                records.append(
-                    (org_id, kb_id, file_id, MODEL, DIMS, index, None, index * 1000,
-                     index * 1000 + len(text), text, vectors[i])
-                )  # fmt: skip
+                span = (index, None, index * 1000, index * 1000 + len(text))  # index, page, chars
+                records.append((org_id, kb_id, file_id, MODEL, DIMS, *span, text, vectors[i]))
         random.Random(args.seed).shuffle(records)
         await conn.execute(f"DROP INDEX {INDEX}")
         began = time.perf_counter()
@@ -326,18 +323,14 @@ async def explain(
         for name, value in config.settings().items():
             await db.raw.execute("SELECT set_config($1, $2, false)", name, value)
         if not generic:
-            rows = await db.fetch(
-                f"EXPLAIN (ANALYZE, BUFFERS) {sql}",
-                org.org_id, [org.kb_id], MODEL, query.tolist(), config.limit,
-            )  # fmt: skip
-            return [r[0] for r in rows]
+            params = (org.org_id, [org.kb_id], MODEL, query.tolist(), config.limit)
+            return [r[0] for r in await db.fetch(f"EXPLAIN (ANALYZE, BUFFERS) {sql}", *params)]
         literal = "[" + ",".join(f"{x:.9g}" for x in query.tolist()) + "]"
         await db.raw.execute(f"PREPARE bench_nearest AS {sql}")
         await db.raw.execute("SET plan_cache_mode = force_generic_plan")
         rows = await db.fetch(
-            "EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_nearest("
-            f"'{org.org_id}', ARRAY[{org.kb_id}]::bigint[], '{MODEL}', '{literal}', "
-            f"{config.limit})"
+            f"EXPLAIN (ANALYZE, BUFFERS) EXECUTE bench_nearest('{org.org_id}', "
+            f"ARRAY[{org.kb_id}]::bigint[], '{MODEL}', '{literal}', {config.limit})"
         )
         await db.raw.execute("DEALLOCATE bench_nearest")
         return [r[0] for r in rows]
@@ -455,8 +448,7 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
         rows.append(
             f"| {o.org} ({orgs[o.org].size:,}) | {o.config.label} | {median(o.p50_ms):.2f} | "
             f"{median(o.p99_ms):.2f} | {median(o.total_p50_ms):.2f} | {o.recall:.3f} | "
-            f"{o.recall_near:.3f} | {o.recall_random:.3f} | {o.distance_gap:.4f} | "
-            f"{o.short:.0f} | "
+            f"{o.recall_near:.3f} | {o.recall_random:.3f} | {o.distance_gap:.4f} | {o.short:.0f} | "
             f"{o.generic_plans} / {o.custom_plans} | {'yes' if o.uses_index else 'no'} |"
         )
     verdicts = [
@@ -468,8 +460,8 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
             p50 = median(o.p50_ms)
             verdicts.append(
                 f"| {o.org} | {'HNSW' if o.uses_index else 'no HNSW'} plan | {p50:.2f} ms "
-                f"{'PASS' if p50 < LATENCY_TARGET_MS else 'FAIL'} | {o.recall:.3f} "
-                f"{'PASS' if o.recall >= RECALL_TARGET else 'FAIL'} |"
+                f"{verdict(p50 < LATENCY_TARGET_MS)} | {o.recall:.3f} "
+                f"{verdict(o.recall >= RECALL_TARGET)} |"
             )
     estimates = [
         f"`{o.org}` {seen[0]:,} estimated, {seen[1]:,} actual"
@@ -491,13 +483,6 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
                 "```",
                 "",
             ]
-    per_round = ["| Organization | How | p50 per round (ms) | p99 per round (ms) |"]
-    per_round.append("|---|---|---|---|")
-    for o in outcomes:
-        per_round.append(
-            f"| {o.org} | {o.config.label} | {', '.join(f'{x:.2f}' for x in o.p50_ms)} | "
-            f"{', '.join(f'{x:.2f}' for x in o.p99_ms)} |"
-        )
     checks = "; ".join(f"{org}: {a}/{n} identical" for org, (a, n) in result["checks"].items())
     lines = [
         *harness.heading(SECTION_TITLE, "search.py"),
@@ -511,20 +496,19 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
         f"{data.copy_seconds:.0f} s; `{INDEX}` (HNSW, cosine, m 16, ef_construction 64, from "
         f"`ap_ensure_chunk_index`) rebuilt after the load in {data.build_seconds:.0f} s; "
         "VACUUM ANALYZE.",
-        f"- Queries: {args.queries} per organization: half near its own chunks (a stored "
-        f"vector + N(0, {args.jitter}²), normalized), half *random*: a point anywhere in the "
-        "collection (a random centre + the same spread), mostly in topics the organization "
-        f"does not have. Top {TOP_K} with `nearest_statement({DIMS})` through "
-        "`create_pool(url, app_role='agent_platform_app', size=2)` and `org_connection(pool, "
-        f"org_id)` (the scoped connection reports role `{scoped['role']}`, "
-        f"`hnsw.iterative_scan` = `{scoped['iterative_scan']}`, `hnsw.ef_search` = "
-        f"`{scoped['ef_search']}`, `hnsw.max_scan_tuples` = `{scoped['max_scan_tuples']}`, "
-        f"`plan_cache_mode` = `{scoped['plan_cache_mode']}`); one query at a time; a fresh pool "
-        f"per row, 20 warm-up queries, then {args.rounds} rounds. Latencies: medians over the "
-        "rounds of each round's p50/p99, of the statement alone; *with checkout* adds the pool "
-        "checkout, the scope `set_config` and the release. Rows other than *as the service "
-        "runs it* set `hnsw.ef_search` / `plan_cache_mode` with `set_config` after the "
-        "checkout (not timed).",
+        f"- Queries: {args.queries} per organization: half near its own chunks (a stored vector + "
+        f"N(0, {args.jitter}²), normalized), half *random*: a point anywhere in the collection (a "
+        "random centre + the same spread), mostly in topics the organization does not have. Top "
+        f"{TOP_K} with `nearest_statement({DIMS})` through `create_pool(url, "
+        "app_role='agent_platform_app', size=2)` and `org_connection(pool, org_id)` (the scoped "
+        f"connection reports role `{scoped['role']}`, `hnsw.iterative_scan` = "
+        f"`{scoped['iterative_scan']}`, `hnsw.ef_search` = `{scoped['ef_search']}`, "
+        f"`hnsw.max_scan_tuples` = `{scoped['max_scan_tuples']}`, `plan_cache_mode` = "
+        f"`{scoped['plan_cache_mode']}`); one query at a time; a fresh pool per row, 20 warm-up "
+        f"queries, then {args.rounds} rounds. Latencies: medians over the rounds of each round's "
+        "p50/p99, of the statement alone; *with checkout* adds the pool checkout, the scope "
+        "`set_config` and the release. Rows other than *as the service runs it* set "
+        "`hnsw.ef_search` / `plan_cache_mode` with `set_config` after the checkout (not timed).",
         "- Exact answers: numpy brute force over the organization's stored vectors; a returned "
         "id counts as a hit when its exact distance is within the 10th exact distance; recall "
         "is averaged over all rounds. Cross-check against a sequential scan in SQL (owner, "
@@ -547,7 +531,9 @@ def section(result: dict[str, Any], args: argparse.Namespace, info: dict[str, st
         *plans,
         "Per round:",
         "",
-        *per_round,
+        "| Organization | How | p50 per round (ms) | p99 per round (ms) |",
+        "|---|---|---|---|",
+        *(f"| {o.org} | {o.config.label} | {fmt(o.p50_ms)} | {fmt(o.p99_ms)} |" for o in outcomes),
         "",
     ]
     return "\n".join(lines)
@@ -569,15 +555,13 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
+    parser = harness.parser(__doc__, rounds=3, seed=11)
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=200)
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--clusters", type=int, default=1000)
     parser.add_argument("--topics", type=int, default=20, help="clusters per organization")
     parser.add_argument("--spread", type=float, default=0.05, help="noise per dimension")
     parser.add_argument("--jitter", type=float, default=0.03, help="query noise per dimension")
-    parser.add_argument("--seed", type=int, default=11)
     return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 

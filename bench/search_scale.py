@@ -31,8 +31,8 @@ import asyncpg
 import corpus
 import harness
 import numpy as np
-from harness import BenchError, median, percentile
-from search import COLUMNS, MODEL, VECTOR_LITERAL, normalized
+from harness import BenchError, fmt, median, percentile
+from search import COLUMNS, MODEL, NEW_KB, VECTOR_LITERAL, normalized
 
 SECTION_TITLE = "Search at scale: 1,000,000 and 5,000,000 passages, exact or HNSW by scope"
 DIMS = 384
@@ -160,6 +160,12 @@ class Generator:
         rng = np.random.default_rng([self.seed, 1, org.index, kb, file])
         return int(rng.choice(org.kb_topics[kb]))
 
+    def file(self, org: Org, kb: int, f: int) -> tuple[int, np.ndarray]:
+        """A file's topic and passages (200; the rest of its knowledge base for the last)."""
+        topic = self.file_topic(org, kb, f)
+        count = min(PER_FILE, org.kb_sizes[kb] - f * PER_FILE)
+        return topic, self.passages(topic, count, (org.index, kb, f))
+
     def passages(self, topic: int, count: int, key: tuple[int, ...]) -> np.ndarray:
         rng = np.random.default_rng([self.seed, 2, *key])
         noise = rng.standard_normal((count, DIMS), dtype=F32) @ self.spectrum.noise_map.T
@@ -214,17 +220,17 @@ def digits(values: np.ndarray, width: int) -> np.ndarray:
     return ((values[:, None] // powers) % 10 + ord("0")).astype(np.uint8)
 
 
-def copy_rows(
-    org_id: str, kb: np.ndarray, file: np.ndarray, index: np.ndarray, number: np.ndarray,
-    topic: np.ndarray, vectors: np.ndarray,
-) -> bytes:  # fmt: skip
-    """Rows of `chunks` in PostgreSQL's binary COPY format, in COLUMNS order."""
+def copy_rows(org: Org, kb: int, f: int, topic: int, first: int, vectors: np.ndarray) -> bytes:
+    """A file's rows of `chunks` (its passages numbered in the organization from `first`) in
+    PostgreSQL's binary COPY format, in COLUMNS order."""
     n = len(vectors)
-    rows = np.zeros(n, row_dtype(len(org_id)))
+    index = np.arange(n, dtype=np.int64)
+    number = first + index
+    rows = np.zeros(n, row_dtype(len(org.org_id)))
     rows["fields"] = len(COLUMNS)
-    rows["l_org"], rows["org"] = len(org_id), org_id.encode()
-    rows["l_kb"], rows["kb"] = 8, kb
-    rows["l_file"], rows["file"] = 8, file
+    rows["l_org"], rows["org"] = len(org.org_id), org.org_id.encode()
+    rows["l_kb"], rows["kb"] = 8, org.kb_ids[kb]
+    rows["l_file"], rows["file"] = 8, org.file_ids[kb][f]
     rows["l_model"], rows["model"] = len(MODEL), MODEL.encode()
     rows["l_dims"], rows["dims"] = 4, DIMS
     rows["l_index"], rows["index"] = 4, index
@@ -234,7 +240,7 @@ def copy_rows(
     rows["l_text"] = TEXT_LEN
     rows["text"][:, :TEXT_HEAD] = np.frombuffer(b"passage 00000000 topic 00000 ", np.uint8)
     rows["text"][:, 8:16] = digits(number, 8)
-    rows["text"][:, 23:28] = digits(topic, 5)
+    rows["text"][:, 23:28] = digits(np.full(n, topic), 5)
     starts = np.random.default_rng(number[:1]).integers(0, len(PROSE) - TEXT_LEN, n)
     rows["text"][:, TEXT_HEAD:] = PROSE[starts[:, None] + np.arange(TEXT_LEN - TEXT_HEAD)]
     rows["l_vec"], rows["vdim"] = 4 + 4 * DIMS, DIMS
@@ -242,6 +248,19 @@ def copy_rows(
     return rows.tobytes()
 
 
+# Knowledge bases of the organizations whose `knowledge_base_stats.chunk_count` is not their
+# count of `chunks`.
+STATS_MISMATCHES = """
+    SELECT count(*) FROM knowledge_base_stats s WHERE s.chunk_count <> (SELECT count(*)
+        FROM chunks c WHERE c.knowledge_base_id = s.knowledge_base_id AND c.org_id = s.org_id)
+    AND s.org_id IN ($1, $2)"""
+# A knowledge base's files, each with its passage count (`chunk_count`), in order.
+NEW_FILES = """
+    INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, file_key,
+        content_key, content_type, processing_status, chunk_count)
+    SELECT $1, $2, f.id, 'doc-' || f.n || '.md', 'k/' || f.id, 'c/' || f.id, 'text/markdown',
+        'completed', f.c
+    FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY f(id, c, n) ORDER BY f.n RETURNING id"""
 HEADER = b"PGCOPY\n\xff\r\n\x00" + (0).to_bytes(4, "big") + (0).to_bytes(4, "big")
 TRAILER = (-1).to_bytes(2, "big", signed=True)
 
@@ -260,20 +279,10 @@ async def copy_files(
         yield HEADER
         batch: list[bytes] = []
         for org, kb, f in files:
-            count = min(PER_FILE, org.kb_sizes[kb] - f * PER_FILE)
-            topic = gen.file_topic(org, kb, f)
-            vectors = gen.passages(topic, count, (org.index, kb, f))
+            topic, vectors = gen.file(org, kb, f)
             first = numbers.get(org.org_id, 0)
-            numbers[org.org_id] = first + count
-            index = np.arange(count, dtype=np.int64)
-            batch.append(
-                copy_rows(
-                    org.org_id,
-                    np.full(count, org.kb_ids[kb]),
-                    np.full(count, org.file_ids[kb][f]),
-                    index, first + index, np.full(count, topic), vectors,
-                )
-            )  # fmt: skip
+            numbers[org.org_id] = first + len(vectors)
+            batch.append(copy_rows(org, kb, f, topic, first, vectors))
             if keep is not None and org.org_id in keep:
                 keep[org.org_id].append((vectors, kb))
             if len(batch) >= 100:
@@ -295,21 +304,11 @@ async def register_org(conn: asyncpg.Connection, org: Org) -> None:
     )
     org.kb_ids, org.file_ids = [], []
     for kb, size in enumerate(org.kb_sizes):
-        kb_id = await conn.fetchval(
-            "INSERT INTO knowledge_bases (org_id, user_id, name, embedding_model, "
-            "embedding_dimensions) VALUES ($1, 'bench', $2, $3, $4) RETURNING id",
-            org.org_id, f"{org.org_id} kb {kb}", MODEL, DIMS,
-        )  # fmt: skip
+        kb_id = await conn.fetchval(NEW_KB, org.org_id, f"{org.org_id} kb {kb}", MODEL, DIMS)
         counts = [min(PER_FILE, size - f * PER_FILE) for f in range(-(-size // PER_FILE))]
         rows = await conn.fetch(
-            "INSERT INTO knowledge_base_files (org_id, knowledge_base_id, file_id, file_name, "
-            "file_key, content_key, content_type, processing_status, chunk_count) "
-            "SELECT $1, $2, f.id, 'doc-' || f.n || '.md', 'k/' || f.id, 'c/' || f.id, "
-            "'text/markdown', 'completed', f.c "
-            "FROM unnest($3::uuid[], $4::int[]) WITH ORDINALITY f(id, c, n) ORDER BY f.n "
-            "RETURNING id",
-            org.org_id, kb_id, [uuid.uuid4() for _ in counts], counts,
-        )  # fmt: skip
+            NEW_FILES, org.org_id, kb_id, [uuid.uuid4() for _ in counts], counts
+        )
         org.kb_ids.append(kb_id)
         org.file_ids.append([r["id"] for r in rows])
 
@@ -380,10 +379,8 @@ async def build_own_indexes(conn: asyncpg.Connection, min_passages: int) -> dict
         f"{size / 2**30:.2f} GiB; failed {sweep.failed}",
         flush=True,
     )
-    return {
-        "build_s": built, "count": len(sweep.built), "failed": sweep.failed,
-        "index_bytes": float(size), "rows": int(rows),
-    }  # fmt: skip
+    count, failed = len(sweep.built), sweep.failed
+    return dict(build_s=built, count=count, failed=failed, index_bytes=float(size), rows=int(rows))
 
 
 async def table_sizes(conn: asyncpg.Connection) -> dict[str, float]:
@@ -509,13 +506,21 @@ async def run_rows(
         n = per.shape[1]
         rows.append(
             Row(
-                scope=scope.label, shape=scope.shape, size=scope.size, how=label, limit=limit,
-                queries=n, p50_ms=r["p50"], p99_ms=r["p99"], recall=float(per.mean()),
+                scope=scope.label,
+                shape=scope.shape,
+                size=scope.size,
+                how=label,
+                limit=limit,
+                queries=n,
+                p50_ms=r["p50"],
+                p99_ms=r["p99"],
+                recall=float(per.mean()),
                 recall_near=float(per[:, : min(half, n)].mean()),
                 recall_off=float(per[:, half:].mean()) if n > half else float("nan"),
-                worst=float(per.min()), short=int(max(r["short"])),
+                worst=float(per.min()),
+                short=int(max(r["short"])),
             )
-        )  # fmt: skip
+        )
         print(
             f"{scope.label:40} {label:44} p50 {median(r['p50']):8.2f} ms  p99 "
             f"{median(r['p99']):8.2f} ms  recall@10 {rows[-1].recall:.3f} "
@@ -624,12 +629,11 @@ async def explain_service(pool: asyncpg.Pool, scope: Scope, query: np.ndarray) -
     from adapters.postgres.database import org_connection
     from application.ports.chunk_repository import SearchScope
 
-    kb_ids = [scope.org.kb_ids[k] for k in scope.kbs]
-    args = (scope.org.org_id, kb_ids, MODEL, query.tolist(), TOP_K)
+    kb_ids, vector = [scope.org.kb_ids[k] for k in scope.kbs], query.tolist()
+    args = (scope.org.org_id, kb_ids, MODEL, vector, TOP_K)
     search = SearchScope(
-        knowledge_base_ids=kb_ids, embedding_model=MODEL, dimensions=DIMS,
-        query_vector=query.tolist(),
-    )  # fmt: skip
+        knowledge_base_ids=kb_ids, embedding_model=MODEL, dimensions=DIMS, query_vector=vector
+    )
     async with org_connection(pool, scope.org.org_id) as db:
         repo = PgChunkRepository(db)
         rows, shared, own = await scope_rows(db, search)
@@ -652,10 +656,8 @@ async def explain_service(pool: asyncpg.Pool, scope: Scope, query: np.ndarray) -
             how = f"shared HNSW by selectivity: {rows:,} of {shared:,.0f}, ef_search {ef}"
         async with db.raw.transaction():
             await db.raw.execute(EXPLAIN_FUNCTION)
-            plan = await db.fetch(
-                "SELECT pg_temp.explain_vector($1, $2, $3, $4, $5, $6, $7, $8)", ef, scan, sql,
-                *args,
-            )  # fmt: skip
+            explain = "SELECT pg_temp.explain_vector($1, $2, $3, $4, $5, $6, $7, $8)"
+            plan = await db.fetch(explain, ef, scan, sql, *args)
             await db.raw.execute("DROP FUNCTION pg_temp.explain_vector")
         lines = [r[0] for r in plan]
     skip = ("Planning", "Execution Time", "I/O Timings")
@@ -685,21 +687,24 @@ async def timed_writes(
     times = []
     for f in range(first_file, first_file + count):
         vectors = gen.passages(f % len(gen.centres), PER_FILE, (probe.index, 0, f))
+        spans = [(i, i * 1000, i * 1000 + TEXT_LEN) for i in range(len(vectors))]
+        texts = [
+            TextChunk(index=i, text=probe_text(f, i), page_number=None, start_char=a, end_char=b)
+            for i, a, b in spans
+        ]
         chunks = [
-            EmbeddedChunk(
-                chunk=TextChunk(index=i, text=probe_text(f, i), page_number=None,
-                                start_char=i * 1000, end_char=i * 1000 + TEXT_LEN),
-                vector=v.tolist(),
-            )
-            for i, v in enumerate(vectors)
-        ]  # fmt: skip
+            EmbeddedChunk(chunk=t, vector=v.tolist()) for t, v in zip(texts, vectors, strict=True)
+        ]
         async with org_connection(pool, probe.org_id) as db:
             began = time.perf_counter()
             await PgChunkRepository(db).replace_for_file(
-                probe.org_id, knowledge_base_id=probe.kb_ids[0],
-                file_record_id=probe.file_ids[0][f], embedding_model=MODEL, dimensions=DIMS,
+                probe.org_id,
+                knowledge_base_id=probe.kb_ids[0],
+                file_record_id=probe.file_ids[0][f],
+                embedding_model=MODEL,
+                dimensions=DIMS,
                 chunks=chunks,
-            )  # fmt: skip
+            )
             await db.commit()
             times.append((time.perf_counter() - began) * 1000)
     return times
@@ -720,12 +725,11 @@ def plan_orgs(args: argparse.Namespace) -> tuple[Org, Org, Org, list[Org]]:
     tiny = Org(TINY, 2, [args.small], [topics_for(args.small)])
     probe = Org(PROBE, 3, [PER_FILE * 20], [topics_for(PER_FILE * 20)])
     filler_total = round(5_000_000 * args.scale) - big - args.small
-    per = filler_total // 200
+    per, rest = filler_total // 200, filler_total % 200  # the first takes the rest
     fillers = [
-        Org(f"org_f{i:03d}", 10 + i, [per + (filler_total % 200 if i == 0 else 0)],
-            [topics_for(per)])
+        Org(f"org_f{i:03d}", 10 + i, [per + (rest if i == 0 else 0)], [topics_for(per)])
         for i in range(200)
-    ]  # fmt: skip
+    ]
     return many, tiny, probe, fillers
 
 
@@ -766,12 +770,8 @@ async def refetch(conn: asyncpg.Connection, org: Org) -> None:
 
 
 def regenerate(gen: Generator, org: Org, files: list[tuple[Org, int, int]]) -> list[Any]:
-    kept = []
-    for o, kb, f in files:
-        if o is org:
-            count = min(PER_FILE, org.kb_sizes[kb] - f * PER_FILE)
-            kept.append((gen.passages(gen.file_topic(org, kb, f), count, (org.index, kb, f)), kb))
-    return kept
+    """The organization's passages as `copy_files` kept them (a cached database)."""
+    return [(gen.file(org, kb, f)[1], kb) for o, kb, f in files if o is org]
 
 
 def scope_of(label: str, shape: str, org: Org, kbs: list[int]) -> Scope:
@@ -876,12 +876,7 @@ async def phase_one(
                 "(SELECT extversion FROM pg_extension WHERE extname = 'vector') AS pgvector"
             )
         )
-        out["kb_stats_ok"] = await conn.fetchval(
-            "SELECT count(*) FROM knowledge_base_stats s WHERE s.chunk_count <> "
-            "(SELECT count(*) FROM chunks c WHERE c.knowledge_base_id = s.knowledge_base_id "
-            " AND c.org_id = s.org_id) AND s.org_id IN ($1, $2)",
-            MANY, TINY,
-        )  # fmt: skip
+        out["kb_stats_ok"] = await conn.fetchval(STATS_MISMATCHES, MANY, TINY)
     sizes = many.kb_sizes
     order = np.argsort(sizes)
     below = max((k for k in order if sizes[k] <= args.threshold_probe), key=lambda k: sizes[k])
@@ -892,9 +887,10 @@ async def phase_one(
         scope_of(f"B: one KB of {sizes[mid]:,}", "B", many, [int(mid)]),
         scope_of(f"B: one KB of {sizes[below]:,}", "B", many, [int(below)]),
         scope_of(f"B: one KB of {sizes[order[0]]:,}", "B", many, [int(order[0])]),
-        scope_of(f"C: one KB of {tiny.size:,}, table of {many.size + tiny.size:,}", "C1",
-                 tiny, [0]),
-    ]  # fmt: skip
+        scope_of(
+            f"C: one KB of {tiny.size:,}, table of {many.size + tiny.size:,}", "C1", tiny, [0]
+        ),
+    ]
     rows, plans = await measure_scopes(url, scopes, gen, args, hnsw=True)
     out.update(rows=rows, plans=plans, kb_sizes=sizes)
     return out
@@ -937,9 +933,13 @@ def save_state(args: argparse.Namespace, state: dict[str, Any]) -> None:
 
 def cache_key(args: argparse.Namespace) -> dict[str, Any]:
     return {
-        "scale": args.scale, "seed": args.seed, "small": args.small, "topics": args.topics,
-        "text": TEXT_LEN, "own_indexes": args.own_index_min,
-    }  # fmt: skip
+        "scale": args.scale,
+        "seed": args.seed,
+        "small": args.small,
+        "topics": args.topics,
+        "text": TEXT_LEN,
+        "own_indexes": args.own_index_min,
+    }
 
 
 # ------------------------------------------------------------------------------ report
@@ -1055,95 +1055,87 @@ def section(
     lines = [
         *harness.heading(SECTION_TITLE, "search_scale.py", when, command),
         f"- Machine: {harness.machine_line(info)}. PostgreSQL (embedded, "
-        f"{pg['version'].split(' on ')[0]}, "
-        f"pgvector {pg['pgvector']}, shared_buffers {pg['shared_buffers']}, "
-        f"work_mem {pg['work_mem']}) and the client share these CPUs; another "
-        "session used the CPU at times, so compared rows are measured side by side, rounds "
+        f"{pg['version'].split(' on ')[0]}, pgvector {pg['pgvector']}, shared_buffers "
+        f"{pg['shared_buffers']}, work_mem {pg['work_mem']}) and the client share these CPUs; "
+        "another session used the CPU at times, so compared rows are measured side by side, rounds "
         "interleaving them.",
         f"- Vectors: calibrated on {s['count']:.0f} real all-MiniLM-L6-v2 embeddings of "
         f"`bench/corpus.py` paragraphs ({s['topics']:.0f} topics): their mean (norm "
         f"{s['mean_norm']:.2f}), their covariance's eigen-spectrum (half the variance in "
-        f"{s['dims50']:.0f} directions, 90% in {s['dims90']:.0f}) and the between-topic share "
-        f"of the variance ({s['between_share']:.2f}). {args.topics:,} synthetic topic centres "
-        "= mean + a draw from the total covariance scaled to that share; a passage = its "
-        "file's topic centre + a draw from the real within-topic covariance, normalized (the "
-        "real vectors' mean cosine is "
-        f"{s['mean_cos']:.2f}, the median nearest-neighbour cosine {s['nn_cos']:.2f}). A "
-        "knowledge base has max(4, size / 500) topics, a file of 200 passages one of them. "
-        f"A passage's text is {TEXT_LEN:,} characters of `bench/corpus.py` prose (the default "
-        "chunk of 256 tokens), so a row passes the 2 kB TOAST threshold as the service's do: "
-        "its text and tsvector go out of line, its embedding stays in the row (migration 0015).",
+        f"{s['dims50']:.0f} directions, 90% in {s['dims90']:.0f}) and the between-topic share of "
+        f"the variance ({s['between_share']:.2f}). {args.topics:,} synthetic topic centres = mean "
+        "+ a draw from the total covariance scaled to that share; a passage = its file's topic "
+        "centre + a draw from the real within-topic covariance, normalized (the real vectors' mean "
+        f"cosine is {s['mean_cos']:.2f}, the median nearest-neighbour cosine {s['nn_cos']:.2f}). A "
+        "knowledge base has max(4, size / 500) topics, a file of 200 passages one of them. A "
+        f"passage's text is {TEXT_LEN:,} characters of `bench/corpus.py` prose (the default chunk "
+        "of 256 tokens), so a row passes the 2 kB TOAST threshold as the service's do: its text "
+        "and tsvector go out of line, its embedding stays in the row (migration 0015).",
         f"- Phase 1: `{MANY}` with 50 knowledge bases of {min(one['kb_sizes']):,} to "
         f"{max(one['kb_sizes']):,} passages (geometric, {sum(one['kb_sizes']):,} in all) and "
         f"`{TINY}` with one of {args.small:,}. Shape A (one knowledge base of 1,000,000) is "
-        f"measured as a search of all 50 of `{MANY}`'s knowledge bases: the same 1,000,000 "
-        "rows pass the filter, and the strategy, statement, plan and settings are those of one "
-        "knowledge base of that size (the strategy sees only the scope's passage count); "
-        "shape B searches the same organization one knowledge base at a time. Files in random "
-        "order, each file's passages "
-        f"together, binary COPY as the owner in {load1['copy_s']:.0f} s "
-        f"({load1['rows']:,.0f} rows; B-tree and GIN indexes rebuilt in "
-        f"{load1['indexes_s']:.0f} s), then `{INDEX}` built with `ap_ensure_chunk_index(384)` "
-        f"(HNSW, m 16, ef_construction 64, maintenance_work_mem 10GB, "
-        f"max_parallel_maintenance_workers 1): **{hnsw['build_s'] / 60:.1f} min, "
-        f"{hnsw['index_bytes'] / 2**30:.2f} GiB**; table {sizes1['heap'] / 2**30:.2f} GiB, "
-        f"all its indexes {sizes1['indexes'] / 2**30:.2f} GiB; VACUUM ANALYZE "
-        f"{load1['vacuum_s']:.0f} s. Then the worker's sweep (`keep_vector_indexes`, "
-        f"`AP_VECTOR_INDEX_MIN_PASSAGES` {args.own_index_min:,}, maintenance_work_mem 4GB) "
-        f"built an HNSW index of their own for the {own['count']} knowledge bases of "
-        f"`{MANY}` at or above it ({own['rows']:,} passages), one after another with `CREATE "
-        f"INDEX CONCURRENTLY`: **{own['build_s'] / 60:.1f} min, "
+        f"measured as a search of all 50 of `{MANY}`'s knowledge bases: the same 1,000,000 rows "
+        "pass the filter, and the strategy, statement, plan and settings are those of one "
+        "knowledge base of that size (the strategy sees only the scope's passage count); shape B "
+        "searches the same organization one knowledge base at a time. Files in random order, each "
+        f"file's passages together, binary COPY as the owner in {load1['copy_s']:.0f} s "
+        f"({load1['rows']:,.0f} rows; B-tree and GIN indexes rebuilt in {load1['indexes_s']:.0f} "
+        f"s), then `{INDEX}` built with `ap_ensure_chunk_index(384)` (HNSW, m 16, ef_construction "
+        "64, maintenance_work_mem 10GB, max_parallel_maintenance_workers 1): "
+        f"**{hnsw['build_s'] / 60:.1f} min, {hnsw['index_bytes'] / 2**30:.2f} GiB**; table "
+        f"{sizes1['heap'] / 2**30:.2f} GiB, all its indexes {sizes1['indexes'] / 2**30:.2f} GiB; "
+        f"VACUUM ANALYZE {load1['vacuum_s']:.0f} s. Then the worker's sweep "
+        f"(`keep_vector_indexes`, `AP_VECTOR_INDEX_MIN_PASSAGES` {args.own_index_min:,}, "
+        f"maintenance_work_mem 4GB) built an HNSW index of their own for the {own['count']} "
+        f"knowledge bases of `{MANY}` at or above it ({own['rows']:,} passages), one after another "
+        f"with `CREATE INDEX CONCURRENTLY`: **{own['build_s'] / 60:.1f} min, "
         f"{own['index_bytes'] / 2**30:.2f} GiB**.",
     ]
     if two and sizes2:
         load2 = state["load2"]
         lines.append(
-            f"- Phase 2: the shared HNSW index dropped (the own ones kept), "
-            f"{load2['rows']:,.0f} more passages of 200 other "
-            f"organizations (20,000 each) copied in {load2['copy_s']:.0f} s (the other indexes, "
-            f"the {own['count']} own ones among them, dropped before and rebuilt after in "
-            f"{load2['indexes_s']:.0f} s; VACUUM ANALYZE {load2['vacuum_s']:.0f} s): "
-            f"{sizes2['rows']:,.0f} rows, table {sizes2['heap'] / 2**30:.2f} GiB, indexes "
-            f"{sizes2['indexes'] / 2**30:.2f} GiB. The HNSW index over 5,000,000 rows was not "
-            "built (about "
-            f"{hnsw['build_s'] * 5 * math.log(5e6) / math.log(1e6) / 3600:.1f} h at this "
-            "machine's 1,000,000-row rate, n log n); shape C never uses it (plans below). The "
-            "sweep was not run again: it would give each of the 200 new knowledge bases of "
-            "20,000 passages an index of its own (about 4 h here), which shape C does not use."
+            f"- Phase 2: the shared HNSW index dropped (the own ones kept), {load2['rows']:,.0f} "
+            "more passages of 200 other organizations (20,000 each) copied in "
+            f"{load2['copy_s']:.0f} s (the other indexes, the {own['count']} own ones among them, "
+            f"dropped before and rebuilt after in {load2['indexes_s']:.0f} s; VACUUM ANALYZE "
+            f"{load2['vacuum_s']:.0f} s): {sizes2['rows']:,.0f} rows, table "
+            f"{sizes2['heap'] / 2**30:.2f} GiB, indexes {sizes2['indexes'] / 2**30:.2f} GiB. The "
+            "HNSW index over 5,000,000 rows was not built (about "
+            f"{hnsw['build_s'] * 5 * math.log(5e6) / math.log(1e6) / 3600:.1f} h at this machine's "
+            "1,000,000-row rate, n log n); shape C never uses it (plans below). The sweep was not "
+            "run again: it would give each of the 200 new knowledge bases of 20,000 passages an "
+            "index of its own (about 4 h here), which shape C does not use."
         )
     lines += [
         f"- Queries: {args.queries} per scope, half near the scope's own passages (a stored "
         "passage + half a within-topic draw), half off-topic (a passage-like point of a random "
-        "topic of all "
-        f"{args.topics:,}); one at a time, {args.rounds} rounds interleaving the rows of a scope, "
-        "10 warm-up queries per row; p50 / p99 are medians over the rounds. Timed: the call "
-        "inside an organization-scoped checkout of `create_pool(..., app_role="
-        "'agent_platform_app')` + `org_connection` (row-level security on). *service* = "
-        "`PgChunkRepository.nearest`, the vector part of `search`: the scope's sizes and "
-        "indexes read, then one statement: exact, or an HNSW one through `ap_hnsw_nearest` "
-        "(its settings for that statement only). Other rows: a knowledge base's own index at "
-        "fixed ef_search; the shared index's statement (iterative scan) with ef_search by "
-        "selectivity at any size and at fixed values; that statement as the service ran it "
-        "before this work (planner's choice, ef_search 40); the exact statement. Over 50,000 "
-        f"passages the last two ran on the first {args.exact_queries} queries only (seconds "
-        "each).",
+        f"topic of all {args.topics:,}); one at a time, {args.rounds} rounds interleaving the rows "
+        "of a scope, 10 warm-up queries per row; p50 / p99 are medians over the rounds. Timed: the "
+        "call inside an organization-scoped checkout of `create_pool(..., "
+        "app_role='agent_platform_app')` + `org_connection` (row-level security on). *service* = "
+        "`PgChunkRepository.nearest`, the vector part of `search`: the scope's sizes and indexes "
+        "read, then one statement: exact, or an HNSW one through `ap_hnsw_nearest` (its settings "
+        "for that statement only). Other rows: a knowledge base's own index at fixed ef_search; "
+        "the shared index's statement (iterative scan) with ef_search by selectivity at any size "
+        "and at fixed values; that statement as the service ran it before this work (planner's "
+        "choice, ef_search 40); the exact statement. Over 50,000 passages the last two ran on the "
+        f"first {args.exact_queries} queries only (seconds each).",
         "- Exact answers: numpy brute force over the scope's generated vectors (what was "
         "stored, float32); a returned id is a hit when its distance is within the exact 10th "
         "(+1e-5). *worst* = the lowest recall@10 of a single query; *short* = answers with "
         "fewer than 10 rows.",
-        f"- Chunk writes (`replace_for_file` of a new file's 200 passages + commit, app role, as "
-        f"the worker writes them, to a knowledge base without an own index; median of 5): "
-        f"empty table {median(w_empty):.1f} ms, with "
-        f"{sizes1['rows']:,.0f} rows and the HNSW indexes {median(w_loaded):.1f} ms "
-        f"(runs: {', '.join(f'{x:.0f}' for x in w_loaded)} ms). Ingestion's targets are "
-        "pipeline throughput (pages/s against plain llama-index, worker speed-up); embedding "
-        "those 200 passages takes about 14.7 s at the 13.6 chunks/s of one worker (section "
-        f"above), so the write is {median(w_loaded) / 14_700 * 100:.1f}% of a file's time. "
-        f"Applied to that section's 1-worker run (879 passages, 65.2 s), the slower writes "
-        f"add {extra_s:.1f} s: {share:.0f}% of plain llama-index's pages/s against the >= 80% "
-        "target (91% measured there on an empty table); not re-measured end to end here. A "
-        "knowledge base with an index of its own also inserts into that graph, smaller than "
-        "the shared one.",
+        "- Chunk writes (`replace_for_file` of a new file's 200 passages + commit, app role, as "
+        "the worker writes them, to a knowledge base without an own index; median of 5): empty "
+        f"table {median(w_empty):.1f} ms, with {sizes1['rows']:,.0f} rows and the HNSW indexes "
+        f"{median(w_loaded):.1f} ms (runs: {', '.join(f'{x:.0f}' for x in w_loaded)} ms). "
+        "Ingestion's targets are pipeline throughput (pages/s against plain llama-index, worker "
+        "speed-up); embedding those 200 passages takes about 14.7 s at the 13.6 chunks/s of one "
+        f"worker (section above), so the write is {median(w_loaded) / 14_700 * 100:.1f}% of a "
+        "file's time. Applied to that section's 1-worker run (879 passages, 65.2 s), the slower "
+        f"writes add {extra_s:.1f} s: {share:.0f}% of plain llama-index's pages/s against the >= "
+        "80% target (91% measured there on an empty table); not re-measured end to end here. A "
+        "knowledge base with an index of its own also inserts into that graph, smaller than the "
+        "shared one.",
         f"- `knowledge_base_stats.chunk_count` vs a count of `chunks`, for the measured "
         f"organizations' knowledge bases: {one['kb_stats_ok']} differ.",
         "",
@@ -1157,20 +1149,19 @@ def section(
         "",
         "Why these means:",
         "",
-        f"- **A graph of its own for each large knowledge base.** A knowledge base of "
-        f"{args.own_index_min:,} passages or more (and less than half the shared index) gets "
-        "an HNSW index of its own, built by the worker (`ix_chunks_kb_<id>_384`, partial "
-        "`WHERE knowledge_base_id = <id> AND vector_dims(embedding) = 384`); the search names "
-        "the id and `vector_dims` as literals, so the planner proves that index's predicate "
-        "and cannot pick the shared one (whose predicate is on `dimensions`). On its own graph "
-        "a knowledge base is searched like an unfiltered collection, so ef_search follows the "
-        "graph's size: 100 x (passages / 25,000)^(1/3), at least 100 and 2 x limit "
-        f"({own_curve}). Filtered on the shared graph, the same knowledge bases need ef_search "
-        "near its maximum of 1000 for recall@10 0.95 and cost as much as an exact scan (the "
-        "*shared HNSW* rows of shape B): the filtered walk meets mostly other rows. The "
-        "service's default threshold is 10,000 (`AP_VECTOR_INDEX_MIN_PASSAGES`): this run used "
-        f"{args.own_index_min:,} so that the exact path is measured near its edge"
-        f"{edge_note}.",
+        "- **A graph of its own for each large knowledge base.** A knowledge base of "
+        f"{args.own_index_min:,} passages or more (and less than half the shared index) gets an "
+        "HNSW index of its own, built by the worker (`ix_chunks_kb_<id>_384`, partial `WHERE "
+        "knowledge_base_id = <id> AND vector_dims(embedding) = 384`); the search names the id and "
+        "`vector_dims` as literals, so the planner proves that index's predicate and cannot pick "
+        "the shared one (whose predicate is on `dimensions`). On its own graph a knowledge base is "
+        "searched like an unfiltered collection, so ef_search follows the graph's size: 100 x "
+        f"(passages / 25,000)^(1/3), at least 100 and 2 x limit ({own_curve}). Filtered on the "
+        "shared graph, the same knowledge bases need ef_search near its maximum of 1000 for "
+        "recall@10 0.95 and cost as much as an exact scan (the *shared HNSW* rows of shape B): the "
+        "filtered walk meets mostly other rows. The service's default threshold is 10,000 "
+        f"(`AP_VECTOR_INDEX_MIN_PASSAGES`): this run used {args.own_index_min:,} so that the exact "
+        f"path is measured near its edge{edge_note}.",
         f"- **Exact below that, up to {EXACT_THRESHOLD:,} passages together, whatever the "
         "table's size.** A scope's rows come through the B-tree `ix_chunks_scope` and are "
         "sorted by distance; the distance is written on the uncast column, which matches no "
@@ -1182,16 +1173,15 @@ def section(
         "moves the embedding out of line, so an exact scan reads two tuples per passage: "
         "264 ms instead of 53 ms for 68,856 passages, measured while preparing this run; "
         "migration 0015 stores it MAIN, so the text goes out of line instead.",
-        "- **The shared index for a scope that is most of it (shape A).** A scope holding at "
-        "least half of the shared index's rows is searched on it: the graph is nearly the "
-        "scope's own. ef_search is that graph's (342 at 1,000,000) divided by the "
-        "selectivity, at most 1000, and the same rule serves a scope of more than "
-        f"{EXACT_THRESHOLD:,} passages without own indexes; `hnsw.max_scan_tuples` = 20 x "
-        f"limit / selectivity (20,000 to {MAX_SCAN_TUPLES_MAX:,}); selectivity = the scope's "
-        "`knowledge_base_stats.chunk_count` sum / the shared index's `pg_class.reltuples` (a "
-        "catalog read kept by (auto)vacuum and analyze; here "
-        f"{index_rows:,.0f}). For this index: {examples}. Unfiltered at 1,000,000 passages "
-        f"(m 16, ef_construction 64): {ef_curve}.",
+        "- **The shared index for a scope that is most of it (shape A).** A scope holding at least "
+        "half of the shared index's rows is searched on it: the graph is nearly the scope's own. "
+        "ef_search is that graph's (342 at 1,000,000) divided by the selectivity, at most 1000, "
+        f"and the same rule serves a scope of more than {EXACT_THRESHOLD:,} passages without own "
+        "indexes; `hnsw.max_scan_tuples` = 20 x limit / selectivity (20,000 to "
+        f"{MAX_SCAN_TUPLES_MAX:,}); selectivity = the scope's `knowledge_base_stats.chunk_count` "
+        "sum / the shared index's `pg_class.reltuples` (a catalog read kept by (auto)vacuum and "
+        f"analyze; here {index_rows:,.0f}). For this index: {examples}. Unfiltered at 1,000,000 "
+        f"passages (m 16, ef_construction 64): {ef_curve}.",
         "- **One round trip per search after the sizes' read.** The HNSW settings "
         "(`hnsw.ef_search`, `hnsw.max_scan_tuples`, `enable_sort` off so that the plan is the "
         "index scan) are the SET clauses of `ap_hnsw_nearest`, which runs the statement and "
@@ -1205,12 +1195,11 @@ def section(
         "recounts a re-embedded knowledge base). Higher HNSW build parameters (m, "
         "ef_construction) would raise recall per ef_search at a longer build; not tried.",
         "- **Costs.** An own index is built once, concurrently (writes go on), in about "
-        f"{own['build_s'] / max(own['rows'], 1) * 100_000 / 60:.1f} min per 100,000 passages "
-        "here, and kept by every insert into its knowledge base; it is dropped when the "
-        "knowledge base is deleted, re-embedded at another dimension count or shrinks below "
-        "half the threshold. A scope spanning many large knowledge bases that are together "
-        "less than half the shared index costs one graph search per knowledge base (one "
-        "statement, but the work adds up).",
+        f"{own['build_s'] / max(own['rows'], 1) * 100_000 / 60:.1f} min per 100,000 passages here, "
+        "and kept by every insert into its knowledge base; it is dropped when the knowledge base "
+        "is deleted, re-embedded at another dimension count or shrinks below half the threshold. A "
+        "scope spanning many large knowledge bases that are together less than half the shared "
+        "index costs one graph search per knowledge base (one statement, but the work adds up).",
         "",
         "Plans (EXPLAIN ANALYZE, BUFFERS) of the service's statement, first near and last "
         "off-topic query of each scope:",
@@ -1220,11 +1209,7 @@ def section(
         "",
         "| Scope | How | p50 per round (ms) | p99 per round (ms) |",
         "|---|---|---|---|",
-        *(
-            f"| {r.scope} | {r.how} | {', '.join(f'{x:.2f}' for x in r.p50_ms)} | "
-            f"{', '.join(f'{x:.2f}' for x in r.p99_ms)} |"
-            for r in rows
-        ),
+        *(f"| {r.scope} | {r.how} | {fmt(r.p50_ms)} | {fmt(r.p99_ms)} |" for r in rows),
         "",
     ]
     return "\n".join(lines)
@@ -1298,28 +1283,25 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__)
+    parser = harness.parser(__doc__, rounds=2, seed=3)
     parser.add_argument("--scale", type=float, default=1.0, help="x 1,000,000 / 5,000,000")
     parser.add_argument("--small", type=int, default=1000, help="shape C's knowledge base")
     parser.add_argument("--topics", type=int, default=2000, help="synthetic topic centres")
     parser.add_argument("--queries", type=int, default=200)
     parser.add_argument("--exact-queries", type=int, default=20, help="exact rows over 50k")
-    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--calibration", type=int, default=2000, help="real embeddings")
     parser.add_argument(
         "--threshold-probe", type=int, default=15_000, help="a KB at most this big is measured"
     )
     parser.add_argument(
-        "--own-index-min", type=int, default=15_000,
-        help="AP_VECTOR_INDEX_MIN_PASSAGES for the worker's sweep",
-    )  # fmt: skip
+        "--own-index-min", type=int, default=15_000, help="the sweep's AP_VECTOR_INDEX_MIN_PASSAGES"
+    )
     parser.add_argument("--shared-buffers", default="6GB")
     parser.add_argument("--cache", help="keep the database (and real embeddings) here")
     parser.add_argument("--skip-5m", action="store_true", help="phase 1 only")
     parser.add_argument(
         "--from-saved", action="store_true", help="the report of the last run in --cache"
     )
-    parser.add_argument("--seed", type=int, default=3)
     return harness.run(SECTION_TITLE, parser.parse_args(), run)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib.metadata import version
@@ -107,11 +108,8 @@ def skill_md(i: int, rng: random.Random) -> tuple[str, str, str]:
 class Seeded:
     skill_ids: list[int]
     agent_skill_ids: list[int]
-    agent_with: int
-    agent_without: int
-    local_with: int
-    local_without: int
-    local_reset: int
+    # "with", "without" (skills; openai:scripted), "local_with", "local_without", "reset"
+    agents: dict[str, int]
     skill_md_bytes: list[int]
     description_chars: list[int]
     seconds: float
@@ -120,10 +118,9 @@ class Seeded:
 
 def seed(url: str, token: str, args: argparse.Namespace) -> Seeded:
     rng = random.Random(args.seed)
-    headers = {"Authorization": f"Bearer {token}"}
     t0 = time.perf_counter()
     skill_ids, sizes, descriptions = [], [], []
-    with httpx.Client(base_url=url, headers=headers, timeout=30.0) as client:
+    with httpx.Client(base_url=url, headers=harness.bearer(token), timeout=30.0) as client:
         for i in range(args.skills):
             _name, description, text = skill_md(i, rng)
             body = expect(client.post("/skills/manage", json={"skillMd": text}), 201)
@@ -134,13 +131,15 @@ def seed(url: str, token: str, args: argparse.Namespace) -> Seeded:
         step = max(1, len(skill_ids) // args.agent_skills)
         chosen = skill_ids[::step][: args.agent_skills]
         common = {"name": AGENT_NAME, "role": AGENT_ROLE, "model": f"openai:{MODEL}"}
-        with_skills = expect(client.post("/agents", json={**common, "skillIds": chosen}), 201)
-        without = expect(client.post("/agents", json=common), 201)
         local = {**common, "model": LOCAL_MODEL}
-        local_with = expect(client.post("/agents", json={**local, "skillIds": chosen}), 201)
-        local_without = expect(client.post("/agents", json=local), 201)
-        reset = {"name": "Reset", "role": RESET_ROLE, "model": LOCAL_MODEL}
-        local_reset = expect(client.post("/agents", json=reset), 201)
+        bodies = {
+            "with": {**common, "skillIds": chosen},
+            "without": common,
+            "local_with": {**local, "skillIds": chosen},
+            "local_without": local,
+            "reset": {"name": "Reset", "role": RESET_ROLE, "model": LOCAL_MODEL},
+        }
+        agents = {k: expect(client.post("/agents", json=v), 201) for k, v in bodies.items()}
         for i in range(AGENT_COUNT - 5):
             agent = {
                 "name": f"Agent {i:03d}",
@@ -152,11 +151,7 @@ def seed(url: str, token: str, args: argparse.Namespace) -> Seeded:
     return Seeded(
         skill_ids=skill_ids,
         agent_skill_ids=chosen,
-        agent_with=int(with_skills["agent"]["id"]),
-        agent_without=int(without["agent"]["id"]),
-        local_with=int(local_with["agent"]["id"]),
-        local_without=int(local_without["agent"]["id"]),
-        local_reset=int(local_reset["agent"]["id"]),
+        agents={k: int(v["agent"]["id"]) for k, v in agents.items()},
         skill_md_bytes=sizes,
         description_chars=descriptions,
         seconds=time.perf_counter() - t0,
@@ -177,31 +172,26 @@ CONFIGS = ("with", "without")
 
 
 async def agent_reads(
-    client: httpx.AsyncClient, url: str, token: str, agents: dict[str, int], rounds: int,
-    requests: int,
-) -> dict[str, list[float]]:  # fmt: skip
+    client: httpx.AsyncClient,
+    url: str,
+    token: str,
+    agents: dict[str, int],
+    args: argparse.Namespace,
+) -> dict[str, list[float]]:
     """The agent's read alone (the skill ids are read with it), both agents alternately: per
     agent, per round p50 of `GET /agents?agentId=` (ms)."""
-    reads: dict[str, list[float]] = {c: [] for c in CONFIGS}
     headers = harness.bearer(token)
-    for r in range(rounds):
-        times: dict[str, list[float]] = {c: [] for c in CONFIGS}
-        for i in range(requests):
-            for config in harness.alternate(CONFIGS, i + r):
-                params = {"agentId": agents[config]}
-                t0 = time.perf_counter()
-                response = await client.get(f"{url}/agents", params=params, headers=headers)
-                times[config].append((time.perf_counter() - t0) * 1000)
-                if response.status_code != 200:
-                    raise BenchError(f"agent read: {response.status_code}")
-        for config in CONFIGS:
-            reads[config].append(percentile(times[config], 50))
-        print(
-            f"round {r + 1} agent read p50 with {reads['with'][-1]:.2f} ms, "
-            f"without {reads['without'][-1]:.2f} ms",
-            flush=True,
-        )
-    return reads
+
+    def read(agent: int) -> Callable[[], Awaitable[None]]:
+        async def step() -> None:
+            response = await client.get(f"{url}/agents", params={"agentId": agent}, headers=headers)
+            if response.status_code != 200:
+                raise BenchError(f"agent read: {response.status_code}")
+
+        return step
+
+    steps = {config: read(agents[config]) for config in CONFIGS}
+    return await harness.time_steps(steps, args.rounds, args.requests, 0, "agent read")
 
 
 # llama.cpp reuses the longest prompt prefix shared with the previous call, so every measured
@@ -209,11 +199,11 @@ async def agent_reads(
 # first tokens with theirs.
 RESET_ROLE = "You translate short notes into French, nothing else."
 RESET_PROMPT = "Bonjour."
-LOCAL_CONFIGS = {
-    "with/no match": ("with", PROMPT),
-    "with/match": ("with", MATCHING_PROMPT),
-    "without/no match": ("without", PROMPT),
-    "without/match": ("without", MATCHING_PROMPT),
+LOCAL_CONFIGS = {  # the seeded agent and the message
+    "with/no match": ("local_with", PROMPT),
+    "with/match": ("local_with", MATCHING_PROMPT),
+    "without/no match": ("local_without", PROMPT),
+    "without/match": ("local_without", MATCHING_PROMPT),
 }
 
 
@@ -232,15 +222,12 @@ class LocalChat:
     """The no-tools path: agents on the bundled SmolLM2 (`InlineSkills`), each chat cancelled
     once its first text delta is in (and read to its end before the next)."""
 
-    def __init__(self, platform: Platform, token: str, seeded: Seeded,
-                 args: argparse.Namespace) -> None:  # fmt: skip
+    def __init__(
+        self, platform: Platform, token: str, agents: dict[str, int], args: argparse.Namespace
+    ) -> None:
         self.platform = platform
         self.headers = harness.bearer(token)
-        self.agents = {
-            "with": seeded.local_with,
-            "without": seeded.local_without,
-            "reset": seeded.local_reset,
-        }
+        self.agents = agents
         self.args = args
         self.titles = 0
 
@@ -354,14 +341,21 @@ async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespac
         caller = Caller(user_id="u0", org_id=ORG_ID, role=ADMIN_ROLE)
         now = datetime.now(UTC)
 
-        def agent(skill_ids: list[int]) -> Agent:
-            return Agent(
-                id=1, org_id=ORG_ID, user_id="u0", name=AGENT_NAME, description="",
-                role=AGENT_ROLE, model=f"openai:{MODEL}", knowledge_base_ids=[],
-                skill_ids=list(skill_ids), tags=[], created_at=now, updated_at=now,
-            )  # fmt: skip
-
-        with_skills, without = agent(seeded.agent_skill_ids), agent([])
+        with_skills = Agent(
+            id=1,
+            org_id=ORG_ID,
+            user_id="u0",
+            name=AGENT_NAME,
+            description="",
+            role=AGENT_ROLE,
+            model=f"openai:{MODEL}",
+            knowledge_base_ids=[],
+            skill_ids=list(seeded.agent_skill_ids),
+            tags=[],
+            created_at=now,
+            updated_at=now,
+        )
+        without = dataclasses.replace(with_skills, skill_ids=[])
         box = await registry.offer(caller, with_skills)
         out.offered = [s.name for s in box.specs]
         out.sizes["instructions"] = sum(len(x) for x in box.instructions)
@@ -376,21 +370,6 @@ async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespac
         out.sizes["inline_match"] = len(section)
         out.sizes["inline_nomatch"] = len(await inline.instructions(caller, with_skills, PROMPT))
 
-        steps: dict[str, Callable[[], Awaitable[Any]]] = {
-            "offer_with": lambda: registry.offer(caller, with_skills),
-            "offer_without": lambda: registry.offer(caller, without),
-            "describe": lambda: catalog.describe(caller, seeded.agent_skill_ids),
-            "inline_nomatch_with": lambda: inline.instructions(caller, with_skills, PROMPT),
-            "inline_match_with": lambda: inline.instructions(caller, with_skills, MATCHING_PROMPT),
-            "inline_without": lambda: inline.instructions(caller, without, MATCHING_PROMPT),
-        }
-
-        async def build_catalog() -> None:
-            skill_catalog(summaries)
-
-        async def rank() -> None:
-            rank_skills(summaries, PROMPT)
-
         def request(box: Toolbox) -> ChatRequest:
             turns = prompt_turns(with_skills, [], [], box.instructions)
             turns.append(ChatTurn(role="user", content=PROMPT))
@@ -403,12 +382,6 @@ async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespac
             options = {"limit_field": "max_tokens", "stream_options": True}
             body = payload(chat_request, MODEL, schema_format="json_schema", **options)
             return json.dumps(body).encode()
-
-        def encoder(config: str) -> Callable[[], Awaitable[Any]]:
-            async def encode() -> None:
-                body_bytes(bodies[config])
-
-            return encode
 
         for config, chat_request in bodies.items():
             out.sizes[f"body_{config}"] = len(body_bytes(chat_request))
@@ -443,23 +416,34 @@ async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespac
         if len(listed) != len(seeded.skill_ids):
             raise BenchError("in-process listing: wrong count")
 
-        async def encode_list() -> None:
-            msgspec.json.encode(
-                SkillListResponse(success=True, skills=[SkillOut.of(x) for x in listed])
-            )
+        def encode_list() -> None:
+            skills = [SkillOut.of(x) for x in listed]
+            msgspec.json.encode(SkillListResponse(success=True, skills=skills))
 
-        for name, sql in lighter.items():
-            steps[name] = select(sql)
-        steps["list_use_case"] = list_use_case
-        steps["list_encode"] = encode_list
-        steps["skill_catalog"] = build_catalog
-        steps["rank_skills"] = rank
-        steps["encode_with"] = encoder("with")
-        steps["encode_without"] = encoder("without")
+        # Interleaved in this order (reversed every other pass).
+        steps: dict[str, Callable[[], Awaitable[Any]]] = {
+            "offer_with": lambda: registry.offer(caller, with_skills),
+            "offer_without": lambda: registry.offer(caller, without),
+            "describe": lambda: catalog.describe(caller, seeded.agent_skill_ids),
+            "inline_nomatch_with": lambda: inline.instructions(caller, with_skills, PROMPT),
+            "inline_match_with": lambda: inline.instructions(caller, with_skills, MATCHING_PROMPT),
+            "inline_without": lambda: inline.instructions(caller, without, MATCHING_PROMPT),
+            **{name: select(sql) for name, sql in lighter.items()},
+            "list_use_case": list_use_case,
+            "list_encode": harness.cpu(encode_list),
+            "skill_catalog": harness.cpu(skill_catalog, summaries),
+            "rank_skills": harness.cpu(rank_skills, summaries, PROMPT),
+            "encode_with": harness.cpu(body_bytes, bodies["with"]),
+            "encode_without": harness.cpu(body_bytes, bodies["without"]),
+        }
+
+        def order(_: int, i: int) -> Sequence[str]:  # every round alike
+            return harness.alternate(list(steps), i)
+
+        iterations, warmup = args.inprocess_iterations, args.inprocess_warmup
         out.rows = await harness.time_steps(
-            steps, lambda _, i: harness.alternate(list(steps), i), args.rounds,
-            args.inprocess_iterations, args.inprocess_warmup, "in-process",
-        )  # fmt: skip
+            steps, args.rounds, iterations, warmup, "in-process", order
+        )
     finally:
         await container.close()
     return out
@@ -467,14 +451,21 @@ async def in_process(platform: Platform, seeded: Seeded, args: argparse.Namespac
 
 # report -----------------------------------------------------------------------------------
 def section(
-    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: Rounds,
-    chat: PairedChat, reads: dict[str, list[float]], inproc: InProcess | None,
-    local: LocalResults | None, end_load: str,
-) -> tuple[str, bool]:  # fmt: skip
+    args: argparse.Namespace,
+    info: dict[str, str],
+    seeded: Seeded,
+    lists: Rounds,
+    chat: PairedChat,
+    reads: dict[str, list[float]],
+    inproc: InProcess | None,
+    local: LocalResults | None,
+) -> tuple[str, bool]:
+    end_load = f"load average {harness.load_average()}"  # the run has just ended
     added = chat.added("first_p50")
     ok = added < ADDED_TARGET_MS and sum(chat.errors.values()) == 0
     verdict = harness.verdict
     md = seeded.skill_md_bytes
+    labels = {"without": "no skills", "with": f"{args.agent_skills} skills"}
     lines = [
         *harness.heading(SECTION_TITLE, "skills.py"),
         f"- Machine: {harness.machine_line(info)}; at the end {end_load}. The platform, its "
@@ -519,29 +510,20 @@ def section(
         f"{s_un - e_un:.2f} ms, {(s_un - e_un) / len(seeded.skill_ids) * 1000:.1f} µs per skill; "
         f"500 agents {a_un:.2f} ms. Loaded throughput: skills {ratio:.0%} of agents'.",
         "",
-    ]
-    lines += [
-        f"Chat: two agents on `openai:{MODEL}` (tool-capable, so the answer offers "
-        "`load_skill` and `read_skill_file`, each after one `SkillCatalog.describe`: a DI "
-        "scope, an organization-scoped connection and the `summaries` SELECT), the same name, "
-        f"role and model; one with {len(seeded.agent_skill_ids)} skills (every "
-        f"{max(1, len(seeded.skill_ids) // args.agent_skills)}th of the {len(seeded.skill_ids)}),"
-        " one with none. One httpx client (keep-alive), every chat a new conversation with a "
-        f"supplied title; {args.chat_warmup} warm-up chats per agent, then {args.rounds} rounds "
-        f"of {args.requests} chats per agent, alternating one by one (the first of each pair "
-        "alternating too). *first* = the first `text-delta` parsed, from just before the "
-        "request is sent; *provider read* = when the provider had read the platform's "
-        "request (its wall clock, same machine). Added = p50 with skills - p50 without, per "
-        "round, median over rounds; the paired figure is the median of the per-pair "
-        "differences.",
+        f"Chat: two agents on `openai:{MODEL}` (tool-capable, so the answer offers `load_skill` "
+        "and `read_skill_file`, each after one `SkillCatalog.describe`: a DI scope, an "
+        "organization-scoped connection and the `summaries` SELECT), the same name, role and "
+        f"model; one with {len(seeded.agent_skill_ids)} skills (every "
+        f"{max(1, len(seeded.skill_ids) // args.agent_skills)}th of the {len(seeded.skill_ids)}), "
+        "one with none. One httpx client (keep-alive), every chat a new conversation with a "
+        f"supplied title; {args.chat_warmup} warm-up chats per agent, then {args.rounds} rounds of "
+        f"{args.requests} chats per agent, alternating one by one (the first of each pair "
+        "alternating too). *first* = the first `text-delta` parsed, from just before the request "
+        "is sent; *provider read* = when the provider had read the platform's request (its wall "
+        "clock, same machine). Added = p50 with skills - p50 without, per round, median over "
+        "rounds; the paired figure is the median of the per-pair differences.",
         "",
-        "| Chat agent | first p50 (ms) | first p99 (ms) | provider read p50 (ms) | headers p50 "
-        "(ms) | `[DONE]` p50 (ms) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    labels = {"without": "no skills", "with": f"{args.agent_skills} skills"}
-    lines += [
-        *chat.table(labels, "added by the skills"),
+        *chat.table("Chat agent", labels, "added by the skills"),
         f"| `GET /agents?agentId=` (the agent read alone) | {med(reads['without']):.2f} / "
         f"{med(reads['with']):.2f} (without / with) | | | | |",
         "",
@@ -551,6 +533,29 @@ def section(
     if inproc is not None:
         r = {k: med(v) for k, v in inproc.rows.items()}
         z = inproc.sizes
+        a, n = args.agent_skills, len(seeded.skill_ids)
+        steps = {  # the in-process steps' rows
+            "offer_with": f"`ToolRegistry.offer`, {a} skills (tools path)",
+            "offer_without": "`ToolRegistry.offer`, no skills",
+            "describe": f"of which one `SkillCatalog.describe` ({a} ids; the offer makes two)",
+            "skill_catalog": f"`skill_catalog` on {a} summaries (the `<available_skills>` text, "
+            "CPU only)",
+            "encode_with": "the provider request's JSON (`payload` + `json.dumps`), "
+            f"{z['body_with']} bytes with the skills' tools and catalog",
+            "encode_without": f"the same, {z['body_without']} bytes without",
+            "rank_skills": f"`rank_skills` on {a} summaries (no-tools path's ranking, CPU only)",
+            "inline_nomatch_with": "`InlineSkills.instructions` (no-tools path), message matching "
+            "no skill",
+            "inline_match_with": "`InlineSkills.instructions`, message matching skills "
+            f"({z['inline_match']} characters added to the prompt)",
+            "inline_without": "`InlineSkills.instructions`, no skills",
+            "list_use_case": f"listing: `ListSkills` in a request scope ({n} skills: connection, "
+            "SELECT, rows to `Skill`)",
+            "list_sql": "listing: its SELECT alone (org connection, as the service sends it)",
+            "list_sql_no_skill_md": "listing: the SELECT without `skill_md` (read, never returned)",
+            "list_sql_no_file_count": "listing: the SELECT without the per-row file count",
+            "list_encode": f"listing: `SkillOut.of` x {n} + msgspec JSON",
+        }
         lines += [
             "In-process (diagnostic): the service's container (`make_container`, the pool as "
             "in serve) in the benchmark's process on the same database, the agent with "
@@ -564,41 +569,7 @@ def section(
             "",
             "| Step | p50 (ms) | per round |",
             "|---|---:|---|",
-            f"| `ToolRegistry.offer`, {args.agent_skills} skills (tools path) | "
-            f"{r['offer_with']:.3f} | {fmt(inproc.rows['offer_with'], 3)} |",
-            f"| `ToolRegistry.offer`, no skills | {r['offer_without']:.3f} | "
-            f"{fmt(inproc.rows['offer_without'], 3)} |",
-            f"| of which one `SkillCatalog.describe` ({args.agent_skills} ids; the offer makes "
-            f"two) | {r['describe']:.3f} | {fmt(inproc.rows['describe'], 3)} |",
-            f"| `skill_catalog` on {args.agent_skills} summaries (the `<available_skills>` "
-            f"text, CPU only) | {r['skill_catalog']:.3f} | {fmt(inproc.rows['skill_catalog'], 3)} "
-            "|",
-            f"| the provider request's JSON (`payload` + `json.dumps`), {z['body_with']} bytes "
-            f"with the skills' tools and catalog | {r['encode_with']:.3f} | "
-            f"{fmt(inproc.rows['encode_with'], 3)} |",
-            f"| the same, {z['body_without']} bytes without | {r['encode_without']:.3f} | "
-            f"{fmt(inproc.rows['encode_without'], 3)} |",
-            f"| `rank_skills` on {args.agent_skills} summaries (no-tools path's ranking, CPU "
-            f"only) | {r['rank_skills']:.3f} | {fmt(inproc.rows['rank_skills'], 3)} |",
-            f"| `InlineSkills.instructions` (no-tools path), message matching no skill | "
-            f"{r['inline_nomatch_with']:.3f} | {fmt(inproc.rows['inline_nomatch_with'], 3)} |",
-            f"| `InlineSkills.instructions`, message matching skills ({z['inline_match']} "
-            f"characters added to the prompt) | {r['inline_match_with']:.3f} | "
-            f"{fmt(inproc.rows['inline_match_with'], 3)} |",
-            f"| `InlineSkills.instructions`, no skills | {r['inline_without']:.3f} | "
-            f"{fmt(inproc.rows['inline_without'], 3)} |",
-            f"| listing: `ListSkills` in a request scope ({len(seeded.skill_ids)} skills: "
-            f"connection, SELECT, rows to `Skill`) | {r['list_use_case']:.3f} | "
-            f"{fmt(inproc.rows['list_use_case'], 3)} |",
-            f"| listing: its SELECT alone (org connection, as the service sends it) | "
-            f"{r['list_sql']:.3f} | {fmt(inproc.rows['list_sql'], 3)} |",
-            f"| listing: the SELECT without `skill_md` (read, never returned) | "
-            f"{r['list_sql_no_skill_md']:.3f} | {fmt(inproc.rows['list_sql_no_skill_md'], 3)} |",
-            f"| listing: the SELECT without the per-row file count | "
-            f"{r['list_sql_no_file_count']:.3f} | "
-            f"{fmt(inproc.rows['list_sql_no_file_count'], 3)} |",
-            f"| listing: `SkillOut.of` x {len(seeded.skill_ids)} + msgspec JSON | "
-            f"{r['list_encode']:.3f} | {fmt(inproc.rows['list_encode'], 3)} |",
+            *(f"| {x} | {r[k]:.3f} | {fmt(inproc.rows[k], 3)} |" for k, x in steps.items()),
             "",
             f'The matching message ("{MATCHING_PROMPT}") loads '
             f"{', '.join(f'`{x}`' for x in inproc.inline_loaded)} (each `SkillCatalog.load`: "
@@ -650,20 +621,19 @@ def section(
         lines += [
             "Where the time goes:",
             "",
-            f"- Tools path (the target): the offer for the agent with skills takes "
+            "- Tools path (the target): the offer for the agent with skills takes "
             f"{r['offer_with']:.2f} ms in-process, almost all of it two `SkillCatalog.describe` "
-            f"calls ({r['describe']:.2f} ms each: `load_skill` and `read_skill_file` each open "
-            "a DI scope, check out an organization-scoped connection and run the same "
-            "`summaries` SELECT); building the catalog text takes "
-            f"{r['skill_catalog']:.2f} ms and encoding the provider request "
-            f"{r['encode_with'] - r['encode_without']:.2f} ms more. The request grows from "
-            f"{z['body_without']} to {z['body_with']} bytes, which the platform sends and the "
-            "provider reads and parses before it answers; the rest of the added time is that "
-            f"and CPU shared with the other processes. Describing once per answer for both "
+            f"calls ({r['describe']:.2f} ms each: `load_skill` and `read_skill_file` each open a "
+            "DI scope, check out an organization-scoped connection and run the same `summaries` "
+            f"SELECT); building the catalog text takes {r['skill_catalog']:.2f} ms and encoding "
+            f"the provider request {r['encode_with'] - r['encode_without']:.2f} ms more. The "
+            f"request grows from {z['body_without']} to {z['body_with']} bytes, which the platform "
+            "sends and the provider reads and parses before it answers; the rest of the added time "
+            "is that and CPU shared with the other processes. Describing once per answer for both "
             f"tools would save about {r['describe']:.2f} ms. With a real provider, the "
             f"{z['instructions']} characters of skill instructions (~{z['instructions'] // 4} "
-            "tokens) are prompt tokens of every model call, a prefill cost this scripted "
-            "provider does not have.",
+            "tokens) are prompt tokens of every model call, a prefill cost this scripted provider "
+            "does not have.",
             f"- No-tools path: `InlineSkills` with a message matching no skill takes "
             f"{r['inline_nomatch_with']:.2f} ms, of which {r['rank_skills']:.2f} ms is "
             "`rank_skills` re-tokenizing and stemming every skill's name and description "
@@ -703,8 +673,7 @@ def section(
             else []
         ),
         f"| `GET /skills/manage`, {len(seeded.skill_ids)} skills, unloaded p50 / loaded req/s | "
-        f"{s_un:.2f} ms / "
-        f"{lists.median(('skills', 'loaded'), 'rps'):.0f} | reported |",
+        f"{s_un:.2f} ms / {lists.median(('skills', 'loaded'), 'rps'):.0f} | reported |",
         "",
     ]
     return "\n".join(lines), ok
@@ -725,53 +694,47 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
             "empty": f"{platform.url}/skills/manage",
         }
         tokens = {"skills": admin, "agents": admin, "empty": empty}
-        wanted = {"skills": ("skills", args.skills), "agents": ("agents", AGENT_COUNT),
-                  "empty": ("skills", 0)}  # fmt: skip
-        for target, (key, count) in wanted.items():
+        wanted = {"skills": args.skills, "agents": AGENT_COUNT, "empty": 0}
+        for target, count in wanted.items():
             response = httpx.get(urls[target], headers=harness.bearer(tokens[target]))
-            listed = len(expect(response, 200)[key])
+            listed = len(expect(response, 200)["agents" if target == "agents" else "skills"])
             if listed != count:
                 raise BenchError(f"{target}: {listed} != {count}")
             seeded.bodies[target] = len(response.content)
         response = httpx.get(
-            f"{platform.url}/agents?agentId={seeded.agent_with}", headers=harness.bearer(admin)
+            f"{platform.url}/agents?agentId={seeded.agents['with']}", headers=harness.bearer(admin)
         )
         if expect(response, 200)["agent"]["skillIds"] != seeded.agent_skill_ids:
             raise BenchError("the agent's skills differ")
         lists = harness.wrk_rounds(urls, tokens, LOADS, args)
-        agents = {"with": seeded.agent_with, "without": seeded.agent_without}
+        agents = {c: seeded.agents[c] for c in CONFIGS}
+        admins, answer = dict.fromkeys(CONFIGS, admin), content_text(args.tokens)
         chat = PairedChat(
-            platform, provider.url, CONFIGS, agents, dict.fromkeys(CONFIGS, admin),
-            content_text(args.tokens), PROMPT, "Skills bench chat",
-        )  # fmt: skip
+            platform, provider.url, agents, admins, answer, PROMPT, "Skills bench chat"
+        )
 
         async def chats() -> dict[str, list[float]]:
             async with harness.chat_client() as client:
                 await chat.run(client, args.chat_warmup, args.rounds, args.requests)
-                return await agent_reads(
-                    client, platform.url, admin, agents, args.rounds, args.requests
-                )
+                return await agent_reads(client, platform.url, admin, agents, args)
 
         reads = asyncio.run(chats())
         local: LocalResults | None = None
         if args.local_requests:
             local = LocalResults()
-            asyncio.run(LocalChat(platform, admin, seeded, args).run(local))
+            asyncio.run(LocalChat(platform, admin, seeded.agents, args).run(local))
         inproc = None
         if args.inprocess_iterations:
             inproc = asyncio.run(in_process(platform, seeded, args))
-    end_load = f"load average {harness.load_average()}"
-    return section(args, info, seeded, lists, chat, reads, inproc, local, end_load)
+    return section(args, info, seeded, lists, chat, reads, inproc, local)
 
 
 def main() -> int:
-    parser = harness.parser(__doc__, serve=True, provider=True)
+    parser = harness.parser(
+        __doc__, provider=True, rounds=3, duration=10.0, warmup=5.0, requests=200, seed=7
+    )
     parser.add_argument("--skills", type=int, default=500)
     parser.add_argument("--agent-skills", type=int, default=50)
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=10.0, help="wrk seconds per listing")
-    parser.add_argument("--warmup", type=float, default=5.0, help="wrk warm-up seconds")
-    parser.add_argument("--requests", type=int, default=200, help="chats per agent per round")
     parser.add_argument("--chat-warmup", type=int, default=20)
     parser.add_argument("--inprocess-iterations", type=int, default=300, help="0 skips it")
     parser.add_argument("--inprocess-warmup", type=int, default=20)
@@ -779,7 +742,6 @@ def main() -> int:
         "--local-requests", type=int, default=25, help="local chats per configuration per round"
     )
     parser.add_argument("--local-warmup", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=7)
     return harness.run(SECTION_TITLE, parser.parse_args(), run, wrk=True)
 
 

@@ -226,11 +226,7 @@ class Soak:
             started = now()
             if not await self.upload(client, rng, self.kb_ids[0]):
                 raise BenchError(f"priming upload failed: {dict(self.rec.error_examples)}")
-            while self.pending:
-                await self.poll_files(client)
-                if now() - started > 300:
-                    raise BenchError("the priming file was not processed within 300 s")
-                await asyncio.sleep(0.5)
+            await self.processed(client, "the priming file was")
             if self.rec.errors:
                 raise BenchError(f"priming failed: {dict(self.rec.error_examples)}")
             print(f"primed: a file processed in {now() - started:.1f} s", flush=True)
@@ -278,19 +274,27 @@ class Soak:
             await asyncio.gather(
                 *(self.upload(files, rng, kbs[n % len(kbs)]) for n in range(SATURATION_FILES))
             )
-            started = now()
-            while self.pending:
-                await self.poll_files(files)
-                if now() - started > 300:
-                    raise BenchError("the saturation files were not processed within 300 s")
-                await asyncio.sleep(0.5)
+            await self.processed(files, "the saturation files were")
         print(f"saturated: {SATURATION_BURSTS} bursts, {SATURATION_FILES} files", flush=True)
+
+    async def processed(self, client: httpx.AsyncClient, what: str) -> None:
+        """Until the files in progress are processed (`what` not processed: 300 s at most)."""
+        started = now()
+        while self.pending:
+            await self.poll_files(client)
+            if now() - started > 300:
+                raise BenchError(f"{what} not processed within 300 s")
+            await asyncio.sleep(0.5)
 
     # operations ---------------------------------------------------------------------------
     async def call(
-        self, client: httpx.AsyncClient, endpoint: str, expected: int = 200, url: str = "",
+        self,
+        client: httpx.AsyncClient,
+        endpoint: str,
+        expected: int = 200,
+        url: str = "",
         **kw: Any,
-    ) -> httpx.Response | None:  # fmt: skip
+    ) -> httpx.Response | None:
         """One request, recorded under `endpoint` ("METHOD /path", the URL unless `url`)."""
         started = now()
         method, path = endpoint.split()[:2]
@@ -316,21 +320,15 @@ class Soak:
         if response is None:
             return False
         upload = response.json()
-        put = await self.call(
-            client, "PUT /storage/… (signed upload)", url=upload["uploadUrl"], content=data,
-            headers=upload.get("headers") or {},
-        )  # fmt: skip
-        if put is None:
+        signed = {"url": upload["uploadUrl"], "headers": upload.get("headers") or {}}
+        if (
+            await self.call(client, "PUT /storage/… (signed upload)", content=data, **signed)
+            is None
+        ):
             return False
-        body = {
-            "kbId": kb_id,
-            "fileId": upload["fileId"],
-            "fileName": name,
-            "fileKey": upload["fileKey"],
-            "contentKey": upload["contentKey"],
-            "contentType": "text/markdown",
-            "fileSize": len(data),
-        }
+        keys = {k: upload[k] for k in ("fileId", "fileKey", "contentKey")}
+        body = {"kbId": kb_id, "fileName": name, "contentType": "text/markdown", **keys}
+        body["fileSize"] = len(data)
         self.pending[upload["fileId"]] = PendingFile(kb_id, upload["fileId"], now())
         associated = await self.call(
             client, "POST /kb/files", 201, json=body, headers=self.admin_headers
@@ -350,10 +348,10 @@ class Soak:
 
     async def poll_files(self, client: httpx.AsyncClient) -> None:
         for kb_id in {p.kb_id for p in self.pending.values()}:
+            params, headers = {"kbId": kb_id}, self.admin_headers
             response = await self.call(
-                client, "GET /kb/files (status watcher)", params={"kbId": kb_id},
-                headers=self.admin_headers,
-            )  # fmt: skip
+                client, "GET /kb/files (status watcher)", params=params, headers=headers
+            )
             if response is None:
                 continue
             for item in response.json()["files"]:
@@ -410,9 +408,8 @@ class Soak:
             await self.call(client, "DELETE /conversations", params=params, headers=headers)
 
     async def operation(
-        self, op: str, client: httpx.AsyncClient, rng: random.Random, index: int,
-        threads: list[str],
-    ) -> None:  # fmt: skip
+        self, op: str, client: httpx.AsyncClient, rng: random.Random, index: int, threads: list[str]
+    ) -> None:
         member = self.member_headers[index]
         admin = self.admin_headers
         if op in READS:
@@ -521,10 +518,9 @@ class Soak:
         rss = {name: int(statistics.median(values)) for name, values in samples.items()}
         pg_pid, _ = harness.postmaster(self.platform.pgdata)
         rows = await self.pg.fetch(
-            "SELECT usename, coalesce(application_name, '') AS app, state, count(*) AS n "
-            "FROM pg_stat_activity WHERE datname = current_database() "
-            "AND backend_type = 'client backend' AND pid <> pg_backend_pid() "
-            "GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
+            "SELECT usename, coalesce(application_name, '') AS app, state, count(*) AS n FROM "
+            "pg_stat_activity WHERE datname = current_database() AND backend_type = 'client "
+            "backend' AND pid <> pg_backend_pid() GROUP BY 1, 2, 3 ORDER BY 1, 2, 3"
         )
         breakdown = {f"{r['usename']}/{r['app'] or '-'}/{r['state']}": r["n"] for r in rows}
         opened: list[str] = []
@@ -689,16 +685,15 @@ def fd_kinds(serve: psutil.Process, provider_port: int, port: int) -> dict[str, 
         else:
             kinds["other tcp"] += 1
     kinds["unix sockets"] = len(unix)
-    sockets = len(inet) + len(unix)
-    other = Counter[str]()
+    other, all_sockets = Counter[str](), 0
     for fd in fds:
         try:
             target = os.readlink(f"/proc/{serve.pid}/fd/{fd}")
         except OSError:
             continue
         if target.startswith("socket:"):
-            continue
-        if target.startswith("pipe:"):
+            all_sockets += 1
+        elif target.startswith("pipe:"):
             other["pipes"] += 1
         elif target.startswith("anon_inode:"):
             other[target.split(":", 1)[1].strip("[]")] += 1
@@ -706,20 +701,10 @@ def fd_kinds(serve: psutil.Process, provider_port: int, port: int) -> dict[str, 
             other["files"] += 1
         else:
             other["other"] += 1
-    all_sockets = sum(
-        1 for fd in fds if _readlink(f"/proc/{serve.pid}/fd/{fd}").startswith("socket:")
-    )
-    if all_sockets > sockets:
-        kinds["other sockets"] = all_sockets - sockets
+    if all_sockets > len(inet) + len(unix):
+        kinds["other sockets"] = all_sockets - len(inet) - len(unix)
     kinds.update(other)
     return dict(sorted(kinds.items()))
-
-
-def _readlink(path: str) -> str:
-    try:
-        return os.readlink(path)
-    except OSError:
-        return ""
 
 
 def settled_back(start: Checkpoint, end: Checkpoint) -> bool:
@@ -734,28 +719,6 @@ def mib(rss: dict[str, int]) -> str:
 
 
 # report -------------------------------------------------------------------------------------
-@dataclass
-class Verdicts:
-    errors: int
-    growth: float
-    fds_ok: bool
-    db_ok: bool
-
-    @property
-    def ok(self) -> bool:
-        return self.errors == 0 and self.growth < RSS_TARGET and self.fds_ok and self.db_ok
-
-
-def verdicts(soak: Soak) -> Verdicts:
-    start, end = soak.checkpoints["start"], soak.checkpoints["end"]
-    return Verdicts(
-        errors=sum(soak.rec.errors.values()),
-        growth=(end.rss["total"] - start.rss["total"]) / start.rss["total"],
-        fds_ok=end.serve_fds <= start.serve_fds,
-        db_ok=end.db_connections <= start.db_connections,
-    )
-
-
 def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple[str, bool]:
     rec = soak.rec
     w0, w1 = soak.window
@@ -766,7 +729,8 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
         by_endpoint[s.endpoint].append(s)
     all_by_endpoint: Counter[str] = Counter(s.endpoint for s in rec.samples)
     start, end = soak.checkpoints["start"], soak.checkpoints["end"]
-    v = verdicts(soak)
+    errors = sum(rec.errors.values())
+    growth = (end.rss["total"] - start.rss["total"]) / start.rss["total"]
     mix = ", ".join(f"{op} {w}" for op, w in MIX.items())
     lines = [
         *harness.heading(SECTION_TITLE, "soak.py"),
@@ -782,21 +746,20 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
         f"{args.log_level}`, `AP_OPENAI_BASE_URL` at `bench/scripted_provider.py` "
         f"(`openai:{MODEL}`: {args.tokens} content deltas 1 ms apart, usage, `[DONE]`).",
         f"- Load: {args.clients} asyncio clients (httpx, one connection pool each), closed "
-        f"loop{f' with {args.think:g} s between operations' if args.think else ''}, each "
-        f"drawing its next operation at random (seed {args.seed}) with weights: {mix}. "
-        "Listings and chats as a member (one user per client), uploads, file removals and "
-        "admin calls as an `org:admin`. Uploads: presign, signed PUT, associate a generated "
-        f"Markdown file (~1-2 KB) to one of {KB_COUNT} knowledge bases, at most "
-        f"{args.max_pending} processing at once (upload drawn otherwise skipped); a watcher "
-        "polls `GET /kb/files` every second for their status (its own row); past "
-        f"{args.kb_files} finished files a knowledge base's oldest is removed. Chats: a new "
-        f"conversation, or ({args.follow_up:.0%}) a follow-up turn in one of the client's 3 "
-        f"newest; past {args.conversations} per client the oldest is deleted. Primed before "
-        "the load (one file processed: the worker's embedding model loaded; one chat), then "
-        f"{SATURATION_BURSTS} bursts of {SATURATION_REQUESTS} listings and "
+        f"loop{f' with {args.think:g} s between operations' if args.think else ''}, each drawing "
+        f"its next operation at random (seed {args.seed}) with weights: {mix}. Listings and chats "
+        "as a member (one user per client), uploads, file removals and admin calls as an "
+        "`org:admin`. Uploads: presign, signed PUT, associate a generated Markdown file (~1-2 KB) "
+        f"to one of {KB_COUNT} knowledge bases, at most {args.max_pending} processing at once "
+        "(upload drawn otherwise skipped); a watcher polls `GET /kb/files` every second for their "
+        f"status (its own row); past {args.kb_files} finished files a knowledge base's oldest is "
+        f"removed. Chats: a new conversation, or ({args.follow_up:.0%}) a follow-up turn in one of "
+        f"the client's 3 newest; past {args.conversations} per client the oldest is deleted. "
+        "Primed before the load (one file processed: the worker's embedding model loaded; one "
+        f"chat), then {SATURATION_BURSTS} bursts of {SATURATION_REQUESTS} listings and "
         f"{SATURATION_CHATS} chats at once, and {SATURATION_FILES} files at once, so serve's "
-        "connection pools and the worker's extraction children start at their high-water mark "
-        "(a pool keeps what it opened for 300 s unused).",
+        "connection pools and the worker's extraction children start at their high-water mark (a "
+        "pool keeps what it opened for 300 s unused).",
         f"- Duration: {args.seconds:g} s of load: a {args.warmup:g} s warm-up, then the "
         f"measured window ({window:.0f} s). At the end of the warm-up and at the end the "
         "clients pause, finish what they are doing and close their connections; after "
@@ -826,7 +789,7 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
     total_ms = [s.ms for s in in_window]
     lines.append(
         f"| **all** | {len(in_window)} | {len(in_window) / window:.1f} | "
-        f"{percentile(total_ms, 50):.1f} | {percentile(total_ms, 99):.1f} | {v.errors} |"
+        f"{percentile(total_ms, 50):.1f} | {percentile(total_ms, 99):.1f} | {errors} |"
     )
     first = [ms for at, ms in rec.chat_first_ms if w0 <= at < w1]
     processing = [ms for at, ms in rec.processing_ms if w0 <= at < w1]
@@ -919,23 +882,22 @@ def section(soak: Soak, args: argparse.Namespace, info: dict[str, Any]) -> tuple
                 f"{p.rss.get('worker', 0) / 2**20:.1f} | {p.serve_fds} | {p.db_connections} | "
                 f"{p.requests} |"
             )
+    fds_ok, db_ok = end.serve_fds <= start.serve_fds, end.db_connections <= start.db_connections
     lines += [
         "",
         "| Target | Measured | Result |",
         "|---|---:|---|",
         f"| errors (any unexpected status, transport error, bad stream, failed file) = 0 | "
-        f"{v.errors} | {verdict(v.errors == 0)} |",
+        f"{errors} | {verdict(errors == 0)} |",
         f"| RSS of serve + children, end vs after warm-up: growth < {RSS_TARGET:.0%} | "
-        f"{v.growth:+.1%} | {verdict(v.growth < RSS_TARGET)} |",
+        f"{growth:+.1%} | {verdict(growth < RSS_TARGET)} |",
         f"| serve open fds, end <= after warm-up (pools saturated first) | "
-        f"{start.serve_fds} -> {end.serve_fds} | "
-        f"{verdict(v.fds_ok)} |",
+        f"{start.serve_fds} -> {end.serve_fds} | {verdict(fds_ok)} |",
         f"| database connections, end <= after warm-up (pools saturated first) | "
-        f"{start.db_connections} -> "
-        f"{end.db_connections} | {verdict(v.db_ok)} |",
+        f"{start.db_connections} -> {end.db_connections} | {verdict(db_ok)} |",
         "",
     ]
-    return "\n".join(lines), v.ok
+    return "\n".join(lines), errors == 0 and growth < RSS_TARGET and fds_ok and db_ok
 
 
 def fmt_mib(value: int | None) -> str:
@@ -967,7 +929,7 @@ def run(args: argparse.Namespace, machine: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__, serve=True, provider=True)
+    parser = harness.parser(__doc__, provider=True, seed=17)
     parser.add_argument("--seconds", type=float, default=600.0, help="load duration")
     parser.add_argument("--warmup", type=float, help="seconds (default: 10%% of --seconds)")
     parser.add_argument("--clients", type=int, default=8)
@@ -979,7 +941,6 @@ def main() -> int:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds before measuring")
     parser.add_argument("--end-wait", type=float, default=30.0, help="at most, at the end")
     parser.add_argument("--timeout", type=float, default=60.0, help="per request, seconds")
-    parser.add_argument("--seed", type=int, default=17)
     args = parser.parse_args()
     if args.warmup is None:
         args.warmup = args.seconds / 10

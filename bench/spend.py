@@ -86,7 +86,6 @@ class Seeded:
     ledger_bytes: int
     total_usd: float
     spent: dict[str, float]  # from usage_events directly, per period
-    caps_via: str
     agents: dict[str, int] = field(default_factory=dict)
     bodies: dict[str, int] = field(default_factory=dict)
 
@@ -149,24 +148,13 @@ async def seed_ledger(pgdata: Path, args: argparse.Namespace) -> Seeded:
                 )
             ),
             spent={p: float(row[i]) for i, p in enumerate(starts)},
-            caps_via="",
         )
 
 
-def save_settings(url: str, org: str, admin: str, settings: dict[str, Any], pgdata: Path) -> str:
-    """`PUT /orgSettings`; when the endpoint is not there, the row in SQL."""
-    response = httpx.put(
-        f"{url}/orgSettings",
-        json={"settings": settings},
-        headers={"Authorization": f"Bearer {admin}"},
-        timeout=30.0,
-    )
-    if response.status_code in (404, 405):
-        sql = "INSERT INTO org_settings (org_id, settings) VALUES ($1, $2::jsonb)"
-        harness.owner_execute(pgdata, sql, org, json.dumps(settings))
-        return "the `org_settings` row in SQL (`PUT /orgSettings` answered 404)"
-    expect(response, 200)
-    return "`PUT /orgSettings` as `org:admin`"
+def save_settings(url: str, admin: str, settings: dict[str, Any]) -> None:
+    """`PUT /orgSettings` as the organization's admin."""
+    body, headers = {"settings": settings}, harness.bearer(admin)
+    expect(httpx.put(f"{url}/orgSettings", json=body, headers=headers, timeout=30.0), 200)
 
 
 # listings -------------------------------------------------------------------------------
@@ -279,10 +267,13 @@ async def measure_sql(pgdata: Path, args: argparse.Namespace) -> SqlResults:
             "resize_async": resize(relaxed, "async"),
             "release_async": release(relaxed, "async"),
         }
+
+        def order(r: int, i: int) -> list[str]:  # the groups' order alternates
+            return [n for g in harness.alternate(SQL_GROUPS, i + r) for n in g]
+
         out.rows = await harness.time_steps(
-            steps, lambda r, i: [n for g in harness.alternate(SQL_GROUPS, i + r) for n in g],
-            args.rounds, args.sql_iterations, args.sql_warmup, "SQL",
-        )  # fmt: skip
+            steps, args.rounds, args.sql_iterations, args.sql_warmup, "SQL", order
+        )
         left = await capped.fetchval("SELECT count(*) FROM spend_reservations")
         require(left == 0, f"{left} reservations left after the SQL steps")
         explain = "EXPLAIN (ANALYZE, BUFFERS, SUMMARY) "
@@ -326,34 +317,27 @@ async def leftovers(pgdata: Path) -> dict[str, Any]:
 
 
 # report -----------------------------------------------------------------------------------
-def code_line(note: str | None) -> str:
-    if note:
-        return note
-    head = harness.git("rev-parse", "--short", "HEAD")
-    dirty = [line[3:] for line in harness.git("status", "--porcelain", "--", "src").splitlines()]
-    if not dirty:
-        return f"HEAD {head}, `src/` as committed"
-    return (
-        f"the working tree on HEAD {head}, with uncommitted changes in `src/` "
-        f"({len(dirty)} files, e.g. " + ", ".join(f"`{x}`" for x in dirty[:4]) + ")"
-    )
-
-
 def plan_lines(plan: str) -> list[str]:
     return ["```", *plan.splitlines(), "```"]
 
 
 def section(
-    args: argparse.Namespace, info: dict[str, str], seeded: Seeded, lists: Rounds,
-    chat: PairedChat, relaxed: PairedChat | None, sql: SqlResults | None,
+    args: argparse.Namespace,
+    info: dict[str, str],
+    seeded: Seeded,
+    lists: Rounds,
+    chat: PairedChat,
+    relaxed: PairedChat | None,
+    sql: SqlResults | None,
     end: dict[str, Any],
-) -> tuple[str, bool]:  # fmt: skip
+) -> tuple[str, bool]:
     verdict = harness.verdict
     settings_p50 = lists.median(("capped", "unloaded"), "p50_ms")
     added = chat.added("first_p50")
     errors = sum(chat.errors.values())
     ok = settings_p50 < SETTINGS_TARGET_MS and added < ADDED_TARGET_MS and errors == 0
     starts = periods()
+    rows = {"uncapped": "no caps, no events", "capped": f"3 caps, {seeded.events:,} events"}
     seed_how = (
         "through the `usage_events_roll_up` row trigger (one upsert of `usage_daily` per row)"
         if seeded.mode == "trigger"
@@ -369,7 +353,7 @@ def section(
         f"- Machine: {harness.machine_line(info)}; at the end load average {end['load']}. The "
         "platform, its PostgreSQL, the scripted provider, wrk and the client share these CPUs, "
         "and other sessions' jobs were running on the machine.",
-        f"- Code measured: {code_line(args.code_note)}.",
+        f"- Code measured: {args.code_note or harness.code_state()}.",
         f"- Platform: `agent-platform serve` (one uvicorn worker on uvloop, litestar "
         f"{version('litestar')}, dishka {version('dishka')}, asyncpg {version('asyncpg')}) on a "
         "temporary data dir (embedded PostgreSQL), `AP_WORKER_IN_PROCESS=false`, "
@@ -378,19 +362,18 @@ def section(
         f"({args.tokens} content deltas written at once, usage reported).",
         f"- Data: organization `{CAPPED_ORG}` with {seeded.events:,} rows in `usage_events` "
         f"(created over the last {args.days} days, inserted in time order, 100-3100 input and "
-        f"10-610 output tokens, cost at $2.50/$10 per million: ${seeded.total_usd:,.2f} in all;"
-        f" `setseed({args.seed / 1000:g})`), inserted in one SQL statement as the database owner "
-        f"{seed_how}, in {seeded.seconds:.1f} s (`VACUUM ANALYZE` {seeded.analyze_seconds:.1f} "
-        f"s more); checked: `usage_daily` equals the ledger's GROUP BY on every day "
+        f"10-610 output tokens, cost at $2.50/$10 per million: ${seeded.total_usd:,.2f} in all; "
+        f"`setseed({args.seed / 1000:g})`), inserted in one SQL statement as the database owner "
+        f"{seed_how}, in {seeded.seconds:.1f} s (`VACUUM ANALYZE` {seeded.analyze_seconds:.1f} s "
+        "more); checked: `usage_daily` equals the ledger's GROUP BY on every day "
         f"({seeded.daily_rows} rows). The table with its indexes: "
         f"{seeded.ledger_bytes / 1024**2:.0f} MiB. Its settings `spendCaps` daily, weekly and "
-        f"monthly at {CAP:,} (saved with {seeded.caps_via}); in the ledger the day (from "
-        f"{starts['daily']}) holds ${seeded.spent['daily']:,.2f}, the ISO week (from "
-        f"{starts['weekly']}) ${seeded.spent['weekly']:,.2f}, the month (from "
-        f"{starts['monthly']}) ${seeded.spent['monthly']:,.2f}; `GET /orgSettings` answered "
-        "these sums (checked before the measurements). "
-        f"{EXTRA_AGENTS + 1} agents. Organization `{UNCAPPED_ORG}`: settings saved without "
-        "caps, no usage events, one agent.",
+        f"monthly at {CAP:,} (saved with `PUT /orgSettings` as `org:admin`); in the ledger the day "
+        f"(from {starts['daily']}) holds ${seeded.spent['daily']:,.2f}, the ISO week (from "
+        f"{starts['weekly']}) ${seeded.spent['weekly']:,.2f}, the month (from {starts['monthly']}) "
+        f"${seeded.spent['monthly']:,.2f}; `GET /orgSettings` answered these sums (checked before "
+        f"the measurements). {EXTRA_AGENTS + 1} agents. Organization `{UNCAPPED_ORG}`: settings "
+        "saved without caps, no usage events, one agent.",
         f"- `GET /orgSettings`: wrk, `-t1 -c1` (unloaded: one request at a time, the latency "
         f"without queueing; the target's figure) and `-t2 -c32` (loaded), {args.duration:g} s "
         f"each, one target at a time; a {args.warmup:g} s warm-up per target, then "
@@ -414,53 +397,39 @@ def section(
         f"{c_un - u_un:+.2f} ms (the spend read and three cap statuses); `GET /agents` "
         f"{a_un:.2f} ms. Loaded throughput: capped {rps:.0%} of uncapped.",
         "",
-    ]
-    lines += [
-        f"Chat: one agent per organization on `openai:{MODEL}`, the same name, role and "
-        "model; one httpx client (keep-alive), every chat a new conversation with a supplied "
-        f"title (no title job); {args.chat_warmup} warm-up chats per organization, then "
-        f"{args.chat_rounds} rounds of {args.requests} chats per organization, alternating one by "
-        "one (the first of each pair alternating too). Both organizations' chats are metered "
-        "alike (`SendChatMessage` admits every chat with `ap_reserve_spend` before storing "
-        "anything, the answer resizes the reservation once its prompt is built and settles it "
-        "with the provider's usage after the stream): for the organization without caps the "
-        "function reads the settings and returns (no lock, no reservation row), for the "
-        "capped one it takes the per-organization advisory lock, deletes expired "
-        "reservations, sums what is reserved and the roll-up's days of the week and month, "
-        "checks the three caps and inserts the reservation. *first* = the first `text-delta` "
-        "parsed, from just before the request is sent; *provider read* = when the provider "
-        "had read the platform's request (its wall clock, same machine); *headers* = the "
-        "response's headers (sent once the message is stored, after the admission). Added = "
-        "p50 capped - p50 uncapped, per round, median over rounds; the paired figure is the "
-        "median of the per-pair differences.",
+        f"Chat: one agent per organization on `openai:{MODEL}`, the same name, role and model; one "
+        "httpx client (keep-alive), every chat a new conversation with a supplied title (no title "
+        f"job); {args.chat_warmup} warm-up chats per organization, then {args.chat_rounds} rounds "
+        f"of {args.requests} chats per organization, alternating one by one (the first of each "
+        "pair alternating too). Both organizations' chats are metered alike (`SendChatMessage` "
+        "admits every chat with `ap_reserve_spend` before storing anything, the answer resizes the "
+        "reservation once its prompt is built and settles it with the provider's usage after the "
+        "stream): for the organization without caps the function reads the settings and returns "
+        "(no lock, no reservation row), for the capped one it takes the per-organization advisory "
+        "lock, deletes expired reservations, sums what is reserved and the roll-up's days of the "
+        "week and month, checks the three caps and inserts the reservation. *first* = the first "
+        "`text-delta` parsed, from just before the request is sent; *provider read* = when the "
+        "provider had read the platform's request (its wall clock, same machine); *headers* = the "
+        "response's headers (sent once the message is stored, after the admission). Added = p50 "
+        "capped - p50 uncapped, per round, median over rounds; the paired figure is the median of "
+        "the per-pair differences.",
         "",
-        "| Chat, organization | first p50 (ms) | first p99 (ms) | provider read p50 (ms) | "
-        "headers p50 (ms) | `[DONE]` p50 (ms) |",
-        "|---|---:|---:|---:|---:|---:|",
-    ]
-    rows = {"uncapped": "no caps, no events", "capped": f"3 caps, {seeded.events:,} events"}
-    lines += [
-        *chat.table(rows, "added by the cap check"),
+        *chat.table("Chat, organization", rows, "added by the cap check"),
         "",
         f"Per round (ms): {chat.per_round('capped', 'uncapped')} After the run: "
-        f"{end['reservations']} reservations left "
-        f"(every one settled), ledger rows added by the chats: "
-        f"{end['events'].get(CAPPED_ORG, 0) - seeded.events} capped ({chat.chats['capped']} "
+        f"{end['reservations']} reservations left (every one settled), ledger rows added by the "
+        f"chats: {end['events'].get(CAPPED_ORG, 0) - seeded.events} capped ({chat.chats['capped']} "
         f"chats{', the phase below included' if relaxed else ''}), "
         f"{end['events'].get(UNCAPPED_ORG, 0)} uncapped ({chat.chats['uncapped']}).",
         "",
     ]
     if relaxed is not None:
         lines += [
-            "The same chats again (diagnostic, not how the service runs) with "
-            "`synchronous_commit = off` for the whole server (`ALTER SYSTEM`, reloaded, reset "
-            "afterwards), so that no commit waits for its WAL to reach the disk, the two "
-            "organizations' alike:",
+            "The same chats again (diagnostic, not how the service runs) with `synchronous_commit "
+            "= off` for the whole server (`ALTER SYSTEM`, reloaded, reset afterwards), so that no "
+            "commit waits for its WAL to reach the disk, the two organizations' alike:",
             "",
-            "| Chat, `synchronous_commit = off` | first p50 (ms) | first p99 (ms) | provider "
-            "read p50 (ms) | headers p50 (ms) | `[DONE]` p50 (ms) |",
-            "|---|---:|---:|---:|---:|---:|",
-            *relaxed.table(rows, "added by the cap check"),
+            *relaxed.table("Chat, `synchronous_commit = off`", rows, "added by the cap check"),
             "",
             f"Per round (ms): {relaxed.per_round('capped', 'uncapped')}",
             "",
@@ -485,22 +454,20 @@ def section(
             lines.append(f"| {label} | {r[name]:.3f} | {fmt(sql.rows[name], 3)} |")
         lines += [
             "",
-            "What a capped chat sends before the model call that an uncapped one does "
-            "cheaper: the admission `RESERVE` "
-            f"({r['reserve_capped']:.3f} against {r['reserve_uncapped']:.3f} ms: "
-            f"{r['reserve_capped'] - r['reserve_uncapped']:+.3f} ms) and the `RESIZE` once the "
+            "What a capped chat sends before the model call that an uncapped one does cheaper: the "
+            f"admission `RESERVE` ({r['reserve_capped']:.3f} against {r['reserve_uncapped']:.3f} "
+            f"ms: {r['reserve_capped'] - r['reserve_uncapped']:+.3f} ms) and the `RESIZE` once the "
             f"prompt is built ({r['resize_capped']:.3f} against {r['resize_uncapped']:.3f} ms: "
             f"{r['resize_capped'] - r['resize_uncapped']:+.3f} ms), together "
-            f"{pair_capped - pair_uncapped:.3f}"
-            " ms at the database; the settlement comes after the stream. Both capped statements "
-            "write, so each commit waits for its WAL to reach the disk (server settings: "
+            f"{pair_capped - pair_uncapped:.3f} ms at the database; the settlement comes after the "
+            "stream. Both capped statements write, so each commit waits for its WAL to reach the "
+            "disk (server settings: "
             + ", ".join(f"`{k}={v}`" for k, v in sql.settings.items())
             + "); the uncapped ones write nothing. With `synchronous_commit = off` on the "
-            f"connection (as `chat_runs.py` does for the answer's log) the capped pair takes "
-            f"{pair_async:.3f} ms "
-            f"({pair_async - pair_uncapped:+.3f}"
-            " ms over the uncapped pair); a commit's flush alone, the release's DELETE by id "
-            f"less the asynchronous one: {r['release_capped'] - r['release_async']:.3f} ms.",
+            "connection (as `chat_runs.py` does for the answer's log) the capped pair takes "
+            f"{pair_async:.3f} ms ({pair_async - pair_uncapped:+.3f} ms over the uncapped pair); a "
+            "commit's flush alone, the release's DELETE by id less the asynchronous one: "
+            f"{r['release_capped'] - r['release_async']:.3f} ms.",
             "",
             "The spend read (`SPENT`, capped organization), EXPLAIN ANALYZE as the app role:",
             "",
@@ -520,25 +487,22 @@ def section(
             "Where the chat's added time goes: before the model call, a capped chat's admission "
             "(`RESERVE`, the reservation's INSERT) and its resize (`RESIZE`, an UPDATE) each "
             "commit a write and wait for the WAL flush; the uncapped chat sends the same two "
-            "statements and writes nothing. A flush measured "
-            f"{flush:.2f} ms here (the release less its asynchronous twin; it varies with the "
-            "disk's other work); the cap check's own work (lock, expiry DELETE, the reserved "
-            "sum, the roll-up's days of the week and month, "
-            f"the INSERT) is {work:.2f} ms (asynchronous `RESERVE` less the uncapped one). "
+            f"statements and writes nothing. A flush measured {flush:.2f} ms here (the release "
+            "less its asynchronous twin; it varies with the disk's other work); the cap check's "
+            "own work (lock, expiry DELETE, the reserved sum, the roll-up's days of the week and "
+            f"month, the INSERT) is {work:.2f} ms (asynchronous `RESERVE` less the uncapped one). "
             f"Without the flushes the chat's added time is {relaxed.added('first_p50'):.2f} ms "
             f"against {chat.added('first_p50'):.2f} ms with them. The {seeded.events:,} events do "
-            "not enter into it: the check reads `usage_daily`, one row per day of the month "
-            "(and of the week, when it began in the month before) "
-            f"({r['spent_capped']:.2f} ms for the same sums as `GET /orgSettings`, a round trip "
-            f"being {r['select1']:.2f} ms).",
+            "not enter into it: the check reads `usage_daily`, one row per day of the month (and "
+            f"of the week, when it began in the month before) ({r['spent_capped']:.2f} ms for the "
+            f"same sums as `GET /orgSettings`, a round trip being {r['select1']:.2f} ms).",
             "",
         ]
     lines += [
         "| Target | Measured | Result |",
         "|---|---:|---|",
-        f"| `GET /orgSettings` with {seeded.events:,} usage events: p50 < "
-        f"{SETTINGS_TARGET_MS:g} ms (unloaded) | {settings_p50:.2f} ms | "
-        f"{verdict(settings_p50 < SETTINGS_TARGET_MS)} |",
+        f"| `GET /orgSettings` with {seeded.events:,} usage events: p50 < {SETTINGS_TARGET_MS:g} "
+        f"ms (unloaded) | {settings_p50:.2f} ms | {verdict(settings_p50 < SETTINGS_TARGET_MS)} |",
         f"| the cap check's added time to a chat's first byte at p50 < {ADDED_TARGET_MS:g} ms | "
         f"{added:.2f} ms | {verdict(added < ADDED_TARGET_MS and errors == 0)} |",
         *(
@@ -576,12 +540,8 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
             flush=True,
         )
         caps = {"daily": CAP, "weekly": CAP, "monthly": CAP}
-        seeded.caps_via = save_settings(
-            platform.url, CAPPED_ORG, admins["capped"], {"spendCaps": caps}, platform.pgdata
-        )
-        save_settings(
-            platform.url, UNCAPPED_ORG, admins["uncapped"], {"spendCaps": {}}, platform.pgdata
-        )
+        save_settings(platform.url, admins["capped"], {"spendCaps": caps})
+        save_settings(platform.url, admins["uncapped"], {"spendCaps": {}})
         agent = {"name": "Spend bench", "role": AGENT_ROLE, "model": f"openai:{MODEL}"}
         for config in CONFIGS:
             seeded.agents[config] = platform.create_agent(admins[config], agent)
@@ -614,10 +574,8 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
         lists = harness.wrk_rounds(urls, tokens, LOADS, args)
 
         def chats(title: str) -> PairedChat:
-            chat = PairedChat(
-                platform, provider.url, CONFIGS, seeded.agents, admins,
-                content_text(args.tokens), PROMPT, f"Spend bench {title}",
-            )  # fmt: skip
+            answer, title = content_text(args.tokens), f"Spend bench {title}"
+            chat = PairedChat(platform, provider.url, seeded.agents, admins, answer, PROMPT, title)
 
             async def run() -> None:
                 async with harness.chat_client() as client:
@@ -645,15 +603,13 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
 
 
 def main() -> int:
-    parser = harness.parser(__doc__, serve=True, provider=True)
+    parser = harness.parser(
+        __doc__, provider=True, rounds=3, duration=10.0, warmup=5.0, requests=200, seed=7
+    )
     parser.add_argument("--events", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=90, help="the events' time span")
     parser.add_argument("--seed-mode", choices=("trigger", "bulk"), default="bulk")
-    parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--duration", type=float, default=10.0, help="wrk seconds per target")
-    parser.add_argument("--warmup", type=float, default=5.0, help="wrk warm-up seconds")
     parser.add_argument("--chat-rounds", type=int, default=5)
-    parser.add_argument("--requests", type=int, default=200, help="chats per org per round")
     parser.add_argument("--chat-warmup", type=int, default=20)
     parser.add_argument(
         "--no-async-phase",
@@ -663,7 +619,6 @@ def main() -> int:
     )
     parser.add_argument("--sql-iterations", type=int, default=500, help="0 skips it")
     parser.add_argument("--sql-warmup", type=int, default=50)
-    parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--code-note", help="what code was measured, for the report (default: from git status)"
     )
