@@ -92,9 +92,9 @@ C = TypeVar("C")
 
 class Camel(Struct, rename="camel", forbid_unknown_fields=False):
     """A body or response, camelCase on the wire. A request body's `rules` give the messages of
-    its fields' decoding failures, the first that applies winning; a body whose
-    rules the domain states whole has a static `check(body: bytes)` instead (`validation`). A
-    response is built `from_entity`, the domain's value it shows."""
+    its fields' decoding failures, the first that applies winning; a body whose rules the domain
+    states whole has a static `check(body: bytes)` instead (`validation`). A response is built
+    `from_entity`, the domain's value it shows."""
 
     rules: ClassVar[tuple[Rule, ...]] = ()
 
