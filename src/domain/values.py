@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import fields
 from enum import Enum
-from typing import TYPE_CHECKING, Any
+from typing import Any, ClassVar, Protocol
 
-if TYPE_CHECKING:
-    from _typeshed import DataclassInstance
+
+class DataclassInstance(Protocol):
+    """Any dataclass instance (what `dataclasses.fields` reads)."""
+
+    __dataclass_fields__: ClassVar[dict[str, Any]]
 
 
 class Unset(Enum):
