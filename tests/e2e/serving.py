@@ -18,7 +18,10 @@ BIN = Path(sys.executable).parent / "agent-platform"
 
 class Server:
     """`serve` on a free port with its data under `data_dir` (the embedded database unless
-    `env` names one); `env` adds to or replaces the inherited environment."""
+    `env` names one); `env` adds to or replaces the inherited environment.
+
+    Its output (and its children's) goes to a file beside `data_dir`: a pipe that nobody reads
+    until the end fills after some 64 KiB of logs and stalls `serve` at its next line."""
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
@@ -26,13 +29,15 @@ class Server:
         self.env.pop("AP_DATABASE_URL", None)
         self.env.update(env or {})
         self.base = f"http://127.0.0.1:{self.port}"
+        self.log_path = data_dir.parent / f"serve-{self.port}.log"
         self.process: subprocess.Popen[bytes] | None = None
 
     def launch(self) -> subprocess.Popen[bytes]:
-        """The `serve` process, its output on a pipe (read at `stop`)."""
-        return subprocess.Popen(
-            [BIN, "serve"], env=self.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT
-        )
+        """The `serve` process, its output in `log_path`."""
+        with self.log_path.open("wb") as log_file:
+            return subprocess.Popen(
+                [BIN, "serve"], env=self.env, stdout=log_file, stderr=subprocess.STDOUT
+            )
 
     def start(self, timeout: float = 90) -> None:
         """Start it and wait until `/health` answers."""
@@ -52,14 +57,13 @@ class Server:
         """SIGTERM, then everything it printed."""
         assert self.process is not None
         self.process.send_signal(signal.SIGTERM)
-        output = self.process.communicate(timeout=60)[0].decode()
+        self.process.wait(60)
         self.process = None
-        return output
+        return self.output()
 
     def output(self) -> str:
-        if self.process is None or self.process.stdout is None:
-            return ""
-        return self.process.stdout.read().decode()
+        """Everything it printed so far."""
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def headers(self, org: str = "org_chat", user: str = "u1") -> dict[str, str]:
         """A development bearer token of an admin of `org`."""

@@ -47,31 +47,6 @@ TERMINAL = ("completed", "parse_failed", "chunk_failed", "extract_failed")
 DOC = b"# Leave\n\nStaff receive thirty days of paid vacation each year.\n"
 
 
-class LoggedServer(Server):
-    """`Server` writing its output to a file: a fault makes `serve` log a lot, and a pipe that
-    nobody reads until the end would fill and stall it."""
-
-    def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
-        super().__init__(data_dir, env)
-        self.log_path = data_dir.parent / f"serve-{self.port}.log"
-
-    def launch(self) -> subprocess.Popen[bytes]:
-        with self.log_path.open("wb") as log_file:
-            return subprocess.Popen(
-                [BIN, "serve"], env=self.env, stdout=log_file, stderr=subprocess.STDOUT
-            )
-
-    def stop(self) -> str:
-        assert self.process is not None
-        self.process.send_signal(signal.SIGTERM)
-        self.process.wait(60)
-        self.process = None
-        return self.output()
-
-    def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
-
-
 # --- PostgreSQL restarted under load ------------------------------------------------------
 
 
@@ -204,7 +179,7 @@ def postgres() -> Iterator[StandalonePostgres]:
 
 
 def test_postgres_restarted_under_load(tmp_path, postgres):
-    server = LoggedServer(
+    server = Server(
         tmp_path / "data",
         {
             "AP_DATABASE_URL": postgres.url,
