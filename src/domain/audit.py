@@ -9,6 +9,7 @@ from typing import Any
 METADATA_REPLACED = "member.metadata_replaced"
 MEMBER_REMOVED = "member.removed"
 MEMBER_REMOVED_BY_PROVIDER = "member.removed_by_identity_provider"
+MEMBER_ROLE_SET_BY_PROVIDER = "member.role_set_by_identity_provider"
 INVITATION_CREATED = "invitation.created"
 INVITATION_REVOKED = "invitation.revoked"
 SKILL_DELETED = "skill.deleted"

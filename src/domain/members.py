@@ -199,3 +199,44 @@ class MembershipRemoved:
 
     org_id: str
     user_id: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Profile:
+    """A user's e-mail and names as the identity provider holds them; None where it holds
+    none (or nothing the directory can keep)."""
+
+    email: str | None = None
+    first_name: str | None = None
+    last_name: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MembershipSet:
+    """The identity provider made `user_id` a member of `org_id` with `role`, or changed the
+    membership (`organizationMembership.created|updated`); `profile` is what it said of the
+    user with it."""
+
+    org_id: str
+    user_id: str
+    role: str
+    profile: Profile = field(default_factory=Profile)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserUpdated:
+    """The identity provider changed the user's e-mail or names (`user.updated`)."""
+
+    user_id: str
+    profile: Profile
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UserDeleted:
+    """The identity provider deleted the user (`user.deleted`): a member of no organization."""
+
+    user_id: str
+
+
+IdentityEvent = MembershipRemoved | MembershipSet | UserUpdated | UserDeleted
+"""What an identity provider's event asks of the directory."""

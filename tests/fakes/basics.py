@@ -10,7 +10,7 @@ from application.ports.job_queue import Job
 from application.ports.object_storage import SignedUpload, StoredObject
 from domain.errors import NotFound
 from domain.identity import Identity
-from domain.members import Invitation
+from domain.members import Invitation, Member, MembershipSet
 
 if TYPE_CHECKING:
     from application.ports.clock import Clock
@@ -175,6 +175,11 @@ class FakeMemberDirectory:
         if self.directory is None:
             return None
         return self.directory.accept(identity, at)
+
+    async def set_membership(self, membership: MembershipSet, at: datetime) -> Member | None:
+        if self.directory is None:
+            return None
+        return self.directory.set_membership(membership)
 
     async def forget(self, org_id: str, user_id: str) -> bool:
         self.forgotten.append((org_id, user_id))

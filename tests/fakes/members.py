@@ -1,5 +1,6 @@
 """Fakes of the members ports in memory: the identity directory (members and invitations, with
-the local directory's rules), the audit log, membership removals and webhook receipts."""
+the local directory's rules), the audit log, membership removals, webhook receipts and a user's
+memberships across organizations."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from application.ports.identity_directory import DirectoryUnavailable
-from domain.audit import AuditEntry, NewAuditEntry
+from domain.audit import MEMBER_REMOVED_BY_PROVIDER, AuditEntry, NewAuditEntry
 from domain.errors import Conflict
 from domain.identity import MEMBER_ROLE, Identity
 from domain.members import (
@@ -19,7 +20,9 @@ from domain.members import (
     Invitation,
     InvitationStatus,
     Member,
+    MembershipSet,
     Outcome,
+    Profile,
 )
 from tests.fakes.basics import FakeClock
 
@@ -28,11 +31,17 @@ if TYPE_CHECKING:
     from application.ports.clock import Clock
     from application.ports.identity_directory import IdentityDirectory
     from application.ports.membership_removals import MembershipRemovals
+    from application.ports.user_memberships import UserMemberships
     from application.ports.webhook_receipts import WebhookReceipts
     from tests.fakes.basics import Restorable
 
 
-DirectoryState = tuple[dict[tuple[str, str], Member], dict[str, tuple[str, Invitation]], int]
+DirectoryState = tuple[
+    dict[tuple[str, str], Member],
+    dict[str, tuple[str, Invitation]],
+    int,
+    dict[tuple[str, str], str | None],
+]
 
 
 class FakeIdentityDirectory:
@@ -44,14 +53,16 @@ class FakeIdentityDirectory:
         self.clock: Clock = clock or FakeClock()
         self.members: dict[tuple[str, str], Member] = {}
         self.invitations: dict[str, tuple[str, Invitation]] = {}
+        # The role each member's last token claimed (None: none since a membership event).
+        self.claimed: dict[tuple[str, str], str | None] = {}
         self.unavailable: str | None = None
         self._next = 1
 
     def snapshot(self) -> DirectoryState:
-        return copy.deepcopy((self.members, self.invitations, self._next))
+        return copy.deepcopy((self.members, self.invitations, self._next, self.claimed))
 
     def restore(self, saved: DirectoryState) -> None:
-        self.members, self.invitations, self._next = copy.deepcopy(saved)
+        self.members, self.invitations, self._next, self.claimed = copy.deepcopy(saved)
 
     def add_member(
         self,
@@ -70,10 +81,15 @@ class FakeIdentityDirectory:
 
     def see(self, identity: Identity, seen_at: datetime) -> None:
         """What `record_seen` does to the local directory: the member made or refreshed from the
-        token's claims, its metadata untouched."""
+        token's claims, its metadata untouched, its role the claim's when the member is new or
+        the claim differs from the one remembered."""
         assert identity.org_id
         key = (identity.org_id, identity.user_id)
         old = self.members.get(key)
+        claim = identity.role or MEMBER_ROLE
+        remembered = self.claimed.get(key)
+        self.claimed[key] = claim
+        role = old.role if old and (remembered is None or remembered == claim) else claim
         self.members[key] = Member(
             id=identity.user_id,
             email=identity.email or (old.email if old else None),
@@ -81,8 +97,24 @@ class FakeIdentityDirectory:
             last_name=identity.last_name or (old.last_name if old else None),
             public_metadata=old.public_metadata if old else {},
             last_sign_in_at=seen_at,
-            role=identity.role or MEMBER_ROLE,
+            role=role,
         )
+
+    def set_membership(self, membership: MembershipSet) -> Member | None:
+        """What `set_membership` does to the local directory; the member as it was."""
+        key = (membership.org_id, membership.user_id)
+        old, profile = self.members.get(key), membership.profile
+        self.members[key] = Member(
+            id=membership.user_id,
+            email=profile.email or (old.email if old else None),
+            first_name=profile.first_name or (old.first_name if old else None),
+            last_name=profile.last_name or (old.last_name if old else None),
+            public_metadata=old.public_metadata if old else {},
+            last_sign_in_at=old.last_sign_in_at if old else None,
+            role=membership.role,
+        )
+        self.claimed[key] = None
+        return old
 
     def accept(self, identity: Identity, at: datetime) -> Invitation | None:
         """What `accept_invitation` does to the local directory."""
@@ -102,6 +134,7 @@ class FakeIdentityDirectory:
                     self.members[key] = dataclasses.replace(self.members[key], role=found.role)
                 else:
                     self.see(dataclasses.replace(identity, role=found.role), at)
+                    self.claimed[key] = None
                 return accepted
         return None
 
@@ -263,6 +296,51 @@ class FakeWebhookReceipts:
         return True
 
 
+class FakeUserMemberships:
+    """A user's memberships across organizations, in the fakes of the directory, the removals
+    and the audit log it is given (which hold its state)."""
+
+    def __init__(
+        self,
+        directory: FakeIdentityDirectory,
+        removals: FakeMembershipRemovals,
+        audit: FakeAuditLog,
+    ) -> None:
+        self.directory = directory
+        self.removals = removals
+        self.audit = audit
+
+    async def update_profile(self, user_id: str, profile: Profile) -> list[str]:
+        changed = []
+        for (org_id, member_id), member in list(self.directory.members.items()):
+            updated = dataclasses.replace(
+                member,
+                email=profile.email,
+                first_name=profile.first_name,
+                last_name=profile.last_name,
+            )
+            if member_id == user_id and updated != member:
+                self.directory.members[(org_id, member_id)] = updated
+                changed.append(org_id)
+        return sorted(changed)
+
+    async def remove_everywhere(self, user_id: str, removed_at: datetime) -> list[str]:
+        orgs = sorted(org for org, member_id in self.directory.members if member_id == user_id)
+        for org_id in orgs:
+            del self.directory.members[(org_id, user_id)]
+            await self.removals.record(org_id, user_id, removed_at)
+            await self.audit.record(
+                NewAuditEntry(
+                    org_id=org_id,
+                    actor_user_id=None,
+                    action=MEMBER_REMOVED_BY_PROVIDER,
+                    target_type="user",
+                    target_id=user_id,
+                )
+            )
+        return orgs
+
+
 if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for
     _directory: IdentityDirectory = FakeIdentityDirectory()
     _directory_store: Restorable[DirectoryState] = FakeIdentityDirectory()
@@ -271,4 +349,7 @@ if TYPE_CHECKING:  # mypy checks each fake against the port it stands in for
     _removals: MembershipRemovals = FakeMembershipRemovals()
     _removals_store: Restorable[dict[tuple[str, str], datetime]] = FakeMembershipRemovals()
     _receipts: WebhookReceipts = FakeWebhookReceipts()
+    _users: UserMemberships = FakeUserMemberships(
+        FakeIdentityDirectory(), FakeMembershipRemovals(), FakeAuditLog()
+    )
     _receipts_store: Restorable[dict[str, datetime]] = FakeWebhookReceipts()

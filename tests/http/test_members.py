@@ -253,3 +253,28 @@ async def test_the_audit_log_pages_every_administrative_change(client, admin, me
     assert rest.json()["nextCursor"] is None
     bad = await client.get("/admin/audit-log?cursor=nope", headers=admin.headers)
     assert (bad.status_code, bad.json()["error"]) == (400, "cursor is not valid")
+
+
+async def test_the_role_an_invitation_grants_sticks_until_the_provider_changes_it(
+    client, admin, member
+):
+    made = await client.post(
+        "/admin/invitations",
+        json={"email": "eve@a.test", "role": "org:admin"},
+        headers=admin.headers,
+    )
+    assert made.status_code == 201, made.text
+
+    async def role_after_a_call(claim: str) -> str:
+        await forget_members(client)  # each call provisions Eve again, as a new token does
+        eve = member("org_a", "user_eve", claim, email="eve@a.test")
+        assert (await client.get("/kb/manage", headers=eve.headers)).status_code == 200
+        listed = await client.get("/admin/getUsersInOrg", headers=admin.headers)
+        return next(m["role"] for m in listed.json() if m["id"] == "user_eve")
+
+    # Her tokens claim what the identity provider says: member, again and again.
+    assert await role_after_a_call("member") == "org:admin"
+    assert await role_after_a_call("member") == "org:admin"
+    # A claim that changes is the provider changing her role.
+    assert await role_after_a_call("admin") == "org:admin"
+    assert await role_after_a_call("member") == "org:member"

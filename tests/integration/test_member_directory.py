@@ -1,6 +1,7 @@
 """The local identity directory and its neighbours against the real database: members and
-their organization-scoped metadata, invitations and their acceptance, the audit log,
-membership removals and webhook receipts, each organization seeing only its own rows."""
+their organization-scoped metadata, invitations and their acceptance, the role a token's claim
+or the identity provider's event sets, the audit log, membership removals, webhook receipts and
+a user's memberships across organizations, each organization seeing only its own rows."""
 
 from __future__ import annotations
 
@@ -15,11 +16,20 @@ from adapters.postgres.audit_log import PgAuditLog
 from adapters.postgres.database import org_connection
 from adapters.postgres.members import INVITATION_PENDING, PgIdentityDirectory, PgMemberDirectory
 from adapters.postgres.membership_removals import PgMembershipRemovals
+from adapters.postgres.user_memberships import PgUserMemberships
 from adapters.postgres.webhook_receipts import PgWebhookReceipts, prune_webhook_receipts
-from domain.audit import MEMBER_REMOVED, NewAuditEntry
+from domain.audit import MEMBER_REMOVED, MEMBER_REMOVED_BY_PROVIDER, NewAuditEntry
 from domain.errors import Conflict
 from domain.identity import ADMIN_ROLE, MEMBER_ROLE, Identity
-from domain.members import INVITATION_ID, NOT_A_MEMBER, InvitationStatus, Member, Outcome
+from domain.members import (
+    INVITATION_ID,
+    NOT_A_MEMBER,
+    InvitationStatus,
+    Member,
+    MembershipSet,
+    Outcome,
+    Profile,
+)
 
 pytestmark = pytest.mark.usefixtures("clean")
 
@@ -308,3 +318,112 @@ async def test_the_new_tables_refuse_rows_of_another_organization(app_pool, owne
     async with org_connection(app_pool, "org_a") as db:
         for table in ("membership_removals", "invitations", "audit_log"):
             assert await db.fetch(f"SELECT * FROM {table}") == [], table
+
+
+async def role_of(app_pool, org: str, user: str) -> str | None:
+    async with org_connection(app_pool, org) as db:
+        member = await PgIdentityDirectory(db).get_member(org, user)
+    return member.role if member else None
+
+
+async def test_a_tokens_claim_sets_the_role_only_when_the_claim_changes(app_pool):
+    await invite(app_pool, "org_a", "eve@x.io", role=ADMIN_ROLE)
+    eve = Identity(user_id="user_eve", org_id="org_a", role=MEMBER_ROLE, email="eve@x.io")
+    async with org_connection(app_pool, "org_a") as db:
+        members = PgMemberDirectory(db)
+        await members.record_seen(eve, T0)
+        await members.accept_invitation(eve, now())
+        await db.commit()
+    await seen(app_pool, "org_a", "user_eve", MEMBER_ROLE)  # the same claim: the invitation's
+    assert await role_of(app_pool, "org_a", "user_eve") == ADMIN_ROLE
+    await seen(app_pool, "org_a", "user_eve", ADMIN_ROLE)
+    await seen(app_pool, "org_a", "user_eve", MEMBER_ROLE)  # the provider changed the role
+    assert await role_of(app_pool, "org_a", "user_eve") == MEMBER_ROLE
+
+
+async def test_a_membership_event_sets_the_role_until_the_claim_changes(app_pool):
+    await seen(app_pool, "org_a", "user_ann", MEMBER_ROLE, email="ann@x.io", first_name="Ann")
+    event = MembershipSet(
+        org_id="org_a", user_id="user_ann", role=ADMIN_ROLE, profile=Profile(last_name="Lee")
+    )
+    async with org_connection(app_pool, "org_a") as db:
+        before = await PgMemberDirectory(db).set_membership(event, T0)
+        again = await PgMemberDirectory(db).set_membership(event, T0)
+        made = await PgMemberDirectory(db).set_membership(
+            MembershipSet(org_id="org_a", user_id="user_new", role=MEMBER_ROLE), T0
+        )
+        await db.commit()
+        ann = await PgIdentityDirectory(db).get_member("org_a", "user_ann")
+    assert before is not None and before.role == MEMBER_ROLE
+    assert again is not None and again.role == ADMIN_ROLE and made is None
+    assert ann is not None and (ann.email, ann.first_name, ann.last_name, ann.role) == (
+        "ann@x.io", "Ann", "Lee", ADMIN_ROLE,
+    )  # fmt: skip
+    for claim in (MEMBER_ROLE, MEMBER_ROLE):  # remembered anew, then the same: no change
+        await seen(app_pool, "org_a", "user_ann", claim)
+    assert await role_of(app_pool, "org_a", "user_ann") == ADMIN_ROLE
+    await seen(app_pool, "org_a", "user_new", ADMIN_ROLE)  # a first claim after the event
+    assert await role_of(app_pool, "org_a", "user_new") == MEMBER_ROLE
+    # A new organization is made with the membership.
+    async with org_connection(app_pool, "org_new") as db:
+        await PgMemberDirectory(db).set_membership(
+            MembershipSet(org_id="org_new", user_id="user_x", role=MEMBER_ROLE), T0
+        )
+        await db.commit()
+    assert await role_of(app_pool, "org_new", "user_x") == MEMBER_ROLE
+
+
+async def test_a_users_events_reach_their_memberships_in_every_organization_alone(app_pool):
+    for org in ("org_a", "org_b"):
+        await seen(app_pool, org, "user_ann", email="old@x.io", first_name="A")
+    await seen(app_pool, "org_a", "user_bob", email="bob@x.io")
+    profile = Profile(email="ann@x.io", first_name="Ann", last_name=None)
+    async with org_connection(app_pool, None) as db:
+        users = PgUserMemberships(db)
+        assert await users.update_profile("user_ann", profile) == ["org_a", "org_b"]
+        assert await users.update_profile("user_ann", profile) == []  # nothing changes
+        await db.commit()
+    for org in ("org_a", "org_b"):
+        async with org_connection(app_pool, org) as db:
+            ann = await PgIdentityDirectory(db).get_member(org, "user_ann")
+        assert ann is not None and (ann.email, ann.first_name) == ("ann@x.io", "Ann")
+    async with org_connection(app_pool, None) as db:
+        users = PgUserMemberships(db)
+        assert await users.remove_everywhere("user_ann", T0) == ["org_a", "org_b"]
+        assert await users.remove_everywhere("user_nobody", T0) == []
+        # Without the functions, the app role still sees and writes no organization's rows.
+        assert await db.fetch("SELECT * FROM memberships") == []
+        with pytest.raises(asyncpg.PostgresError, match="row-level security"):
+            await db.execute("INSERT INTO membership_removals VALUES ('org_a', 'user_z', now())")
+    async with org_connection(app_pool, None) as db:
+        await PgUserMemberships(db).remove_everywhere("user_ann", T0)
+        await db.commit()
+    for org in ("org_a", "org_b"):
+        async with org_connection(app_pool, org) as db:
+            assert await PgIdentityDirectory(db).get_member(org, "user_ann") is None
+            assert await PgMembershipRemovals(db).removed_at(org, "user_ann") == T0
+            (entry,) = await PgAuditLog(db).page(org, limit=5, before_id=None)
+        assert (entry.action, entry.target_id, entry.actor_user_id) == (
+            MEMBER_REMOVED_BY_PROVIDER, "user_ann", None,
+        )  # fmt: skip
+    assert await role_of(app_pool, "org_a", "user_bob") == MEMBER_ROLE
+
+
+async def test_only_the_owner_passes_the_tables_the_functions_write(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
+        rows = await db.fetch(
+            "SELECT p.tablename, p.roles::text[], pg_get_userbyid(c.relowner) FROM pg_policies p "
+            "JOIN pg_class c ON c.relname = p.tablename AND c.relkind = 'r' "
+            "WHERE p.policyname = 'owner_access' AND p.tablename = ANY($1::text[])",
+            ["memberships", "membership_removals", "audit_log"],
+        )
+        functions = await db.fetch(
+            "SELECT proname, prosecdef, pg_get_userbyid(proowner), "
+            "has_function_privilege('public', oid, 'EXECUTE') FROM pg_proc "
+            "WHERE proname IN ('ap_update_member_profile', 'ap_remove_member_everywhere')"
+        )
+    assert sorted(r[0] for r in rows) == ["audit_log", "membership_removals", "memberships"]
+    assert all(r[1] == [r[2]] for r in rows)
+    assert len(functions) == 2
+    assert all(definer and not public for _, definer, _, public in functions)
+    assert {r[2] for r in functions} == {r[2] for r in rows}

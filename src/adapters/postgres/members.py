@@ -28,6 +28,7 @@ from domain.members import (
     Invitation,
     InvitationStatus,
     Member,
+    MembershipSet,
     Outcome,
 )
 
@@ -72,17 +73,40 @@ UPSERT_ORGANIZATION = """
     INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $2, $2)
     ON CONFLICT (org_id) DO NOTHING"""
 FORGET_MEMBERSHIP = "DELETE FROM memberships WHERE org_id = $1 AND user_id = $2 RETURNING user_id"
+# The token's claim becomes the role only when it differs from the one remembered (NULL, as
+# after a membership event, remembers none): see `MemberDirectory.record_seen`.
 UPSERT_MEMBERSHIP = """
-    INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+    INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role, claimed_role,
         last_sign_in_at, created_at, updated_at)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $7, $7)
+    VALUES ($1, $2, $3, $4, $5, $6, $6, $7, $7, $7)
     ON CONFLICT (org_id, user_id) DO UPDATE SET
         email = coalesce(excluded.email, memberships.email),
         first_name = coalesce(excluded.first_name, memberships.first_name),
         last_name = coalesce(excluded.last_name, memberships.last_name),
-        role = excluded.role,
+        role = CASE WHEN memberships.claimed_role <> excluded.claimed_role
+            THEN excluded.role ELSE memberships.role END,
+        claimed_role = excluded.claimed_role,
         last_sign_in_at = excluded.last_sign_in_at,
         updated_at = excluded.updated_at"""
+# The member as it was (read before the statement's writes), then the organization and the
+# membership as the identity provider's event says.
+SET_MEMBERSHIP = f"""
+    WITH before AS (
+        SELECT {MEMBER_COLUMNS} FROM memberships WHERE org_id = $1 AND user_id = $2 FOR UPDATE
+    ), organization AS (
+        INSERT INTO organizations (org_id, created_at, updated_at) VALUES ($1, $7, $7)
+        ON CONFLICT (org_id) DO NOTHING
+    ), member AS (
+        INSERT INTO memberships (org_id, user_id, email, first_name, last_name, role,
+            created_at, updated_at)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $7)
+        ON CONFLICT (org_id, user_id) DO UPDATE SET
+            email = coalesce(excluded.email, memberships.email),
+            first_name = coalesce(excluded.first_name, memberships.first_name),
+            last_name = coalesce(excluded.last_name, memberships.last_name),
+            role = excluded.role, claimed_role = NULL, updated_at = excluded.updated_at
+    )
+    SELECT * FROM before"""
 # The invitation becomes accepted and the member takes its role, whether `record_seen` made
 # the membership already or does so after; the organization is made too if it is new, as the
 # membership refers to it.
@@ -182,8 +206,9 @@ class PgIdentityDirectory:
 
 
 class PgMemberDirectory:
-    """`MemberDirectory` in Postgres: upserts of the organization and the membership, and the
-    acceptance of a pending invitation of the local directory."""
+    """`MemberDirectory` in Postgres: upserts of the organization and the membership (from a
+    token, or from the identity provider's membership event), and the acceptance of a pending
+    invitation of the local directory."""
 
     def __init__(self, db: OrgConnection) -> None:
         self._db = db
@@ -195,6 +220,14 @@ class PgMemberDirectory:
             UPSERT_MEMBERSHIP, identity.org_id, identity.user_id, identity.email,
             identity.first_name, identity.last_name, identity.role or MEMBER_ROLE, seen_at,
         )  # fmt: skip
+
+    async def set_membership(self, membership: MembershipSet, at: datetime) -> Member | None:
+        profile = membership.profile
+        rows = await self._db.fetch_in_transaction(
+            SET_MEMBERSHIP, membership.org_id, membership.user_id, profile.email,
+            profile.first_name, profile.last_name, membership.role, at,
+        )  # fmt: skip
+        return _member(rows[0]) if rows else None
 
     async def forget(self, org_id: str, user_id: str) -> bool:
         return bool(await self._db.fetch_in_transaction(FORGET_MEMBERSHIP, org_id, user_id))

@@ -4,15 +4,27 @@ from datetime import datetime
 from typing import Protocol
 
 from domain.identity import Identity
-from domain.members import Invitation
+from domain.members import Invitation, Member, MembershipSet
 
 
 class MemberDirectory(Protocol):
-    """The local record of organizations and their members, kept from token claims."""
+    """The local record of organizations and their members, kept from token claims and the
+    identity provider's membership events."""
 
     async def record_seen(self, identity: Identity, seen_at: datetime) -> None:
-        """Create or refresh the organization and the member's record (e-mail, names, role,
-        last sign-in). Idempotent; leaves a member's metadata untouched."""
+        """Create or refresh the organization and the member's record (e-mail, names, last
+        sign-in). Idempotent; leaves a member's metadata untouched. The token's role claim is
+        remembered with the record; it becomes the member's role when the record is made, or
+        when it differs from the claim remembered before (the identity provider changed the
+        role), never otherwise: a role an invitation granted or a membership event set stays
+        while the member's tokens keep claiming what they claimed."""
+        ...
+
+    async def set_membership(self, membership: MembershipSet, at: datetime) -> Member | None:
+        """Make or change the membership as the identity provider's event says (the
+        organization made too if new): its role, and the e-mail and names the event carries
+        (one it does not carry is kept); the next token's claim is remembered without changing
+        that role. The member as it was before; None when it was not a member."""
         ...
 
     async def accept_invitation(self, identity: Identity, at: datetime) -> Invitation | None:

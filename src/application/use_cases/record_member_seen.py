@@ -13,7 +13,10 @@ class RecordMemberSeen:
     Rules: runs only for tokens that carry an organization; never touches the member's
     organization-scoped metadata; idempotent, so concurrent first requests are safe. A token
     whose e-mail matches a pending, unexpired invitation of the organization accepts it
-    (case-insensitively) and the member takes the invitation's role.
+    (case-insensitively) and the member takes the invitation's role. The token's role claim
+    becomes the member's role only when the member is new or the claim differs from the one
+    their previous token made (the identity provider changed it): the role an invitation
+    granted, or the identity provider's membership event set, sticks until then.
     """
 
     def __init__(self, directory: MemberDirectory, uow: UnitOfWork, clock: Clock) -> None:

@@ -13,13 +13,15 @@ from adapters.postgres.audit_log import PgAuditLog
 from adapters.postgres.database import OrgConnection
 from adapters.postgres.members import PgIdentityDirectory
 from adapters.postgres.membership_removals import PgMembershipRemovals
+from adapters.postgres.user_memberships import PgUserMemberships
 from adapters.postgres.webhook_receipts import PgWebhookReceipts
 from application.ports.audit_log import AuditLog
 from application.ports.identity_directory import IdentityDirectory
 from application.ports.membership_removals import MembershipRemovals
+from application.ports.user_memberships import UserMemberships
 from application.ports.webhook_receipts import WebhookReceipts
 from application.ports.webhook_verifier import WebhookVerifier
-from application.use_cases.apply_membership_removal import ApplyMembershipRemoval
+from application.use_cases.apply_identity_event import ApplyIdentityEvent
 from application.use_cases.create_invitation import CreateInvitation
 from application.use_cases.list_audit_log import ListAuditLog
 from application.use_cases.list_invitations import ListInvitations
@@ -37,6 +39,7 @@ class MemberProvider(Provider):
     audit = provide(PgAuditLog, provides=AuditLog)
     removals = provide(PgMembershipRemovals, provides=MembershipRemovals)
     receipts = provide(PgWebhookReceipts, provides=WebhookReceipts)
+    users = provide(PgUserMemberships, provides=UserMemberships)
     use_cases = provide_all(
         ListMembers,
         ReplaceUserMetadata,
@@ -44,7 +47,7 @@ class MemberProvider(Provider):
         CreateInvitation,
         ListInvitations,
         ListAuditLog,
-        ApplyMembershipRemoval,
+        ApplyIdentityEvent,
     )
 
     @provide(scope=Scope.APP)

@@ -1,4 +1,4 @@
-"""Organizations and their members (migration 0001)."""
+"""Organizations and their members (migrations 0001, 0018)."""
 
 from __future__ import annotations
 
@@ -32,5 +32,7 @@ class MembershipModel(Timestamps, Base):
     first_name: Mapped[str | None] = mapped_column(String(200))
     last_name: Mapped[str | None] = mapped_column(String(200))
     role: Mapped[str] = mapped_column(String(64))
+    # The role the member's last token claimed (migration 0018).
+    claimed_role: Mapped[str | None] = mapped_column(String(64))
     public_metadata: Mapped[dict[str, Any]] = mapped_column(JsonB, server_default=EMPTY_OBJECT)
     last_sign_in_at: Mapped[dt.datetime | None] = mapped_column(DateTimeUTC(timezone=True))
