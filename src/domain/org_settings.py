@@ -19,7 +19,7 @@ from typing import Any
 
 from domain.errors import Forbidden, Invalid, field_error
 from domain.identity import CONSOLE_ACCESS, Caller
-from domain.ids import MAX_BIGINT
+from domain.ids import MAX_BIGINT, NOT_A_JSON_INTEGER, written_otherwise
 from domain.spend import CapPeriod
 from domain.text import (
     INVISIBLE,
@@ -154,7 +154,10 @@ def parse_settings(value: object) -> OrgSettings:
         breaches.add(f"{FIELD}.serviceAgent", "expected true or false")
     agent = _id(value.get("defaultAgentId"))
     if value.get("defaultAgentId") is not None and agent is None:
-        breaches.add(f"{FIELD}.defaultAgentId", "expected null or a positive integer id")
+        breaches.add(
+            f"{FIELD}.defaultAgentId",
+            _not_an_id(value.get("defaultAgentId"), "expected null or a positive integer id"),
+        )
     settings = OrgSettings(
         service_agent=service_agent is True,
         default_agent_id=agent,
@@ -197,13 +200,16 @@ def _key_text(key: str) -> str:
 
 
 def _id(value: object) -> int | None:
-    """`value` as a positive 64-bit integer id, or None; an integral float counts, as JSON
-    Schema counts `3.0` an integer."""
-    if isinstance(value, float) and value.is_integer():
-        value = int(value)
+    """`value` as a positive 64-bit integer id, or None: a JSON integer only (`3.0` and `"3"`
+    are refused, as in every body)."""
     if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= MAX_BIGINT:
         return value
     return None
+
+
+def _not_an_id(value: object, otherwise: str) -> str:
+    """Why `value` is no id: an id written otherwise than as a JSON integer is told so."""
+    return NOT_A_JSON_INTEGER if written_otherwise(value) else otherwise
 
 
 def _caps(value: object, breaches: _Breaches) -> dict[CapPeriod, Decimal]:
@@ -237,7 +243,7 @@ def _pinned(value: object, breaches: _Breaches) -> tuple[int, ...]:
     for index, item in enumerate(value):
         app = _id(item)
         if app is None:
-            breaches.add(f"{path}[{index}]", "expected a positive integer id")
+            breaches.add(f"{path}[{index}]", _not_an_id(item, "expected a positive integer id"))
         elif app in ids:
             breaches.add(f"{path}[{index}]", f"{app} is pinned twice")
         else:

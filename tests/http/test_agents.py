@@ -72,7 +72,7 @@ async def test_create_returns_201_with_the_contract_fields(client, alice):
             "description": "Answers questions",
             "role": "You answer from the handbook.",
             "knowledgeBaseIds": [kb["id"]],
-            "skillIds": [s2, str(s1)],
+            "skillIds": [s2, s1],
             "tagIds": [tag["id"]],
         },
         headers=alice.headers,
@@ -161,7 +161,7 @@ async def test_patch_changes_only_what_was_sent(client, alice):
     response = await client.patch(
         "/agents",
         json={
-            "agentId": str(agent["id"]),
+            "agentId": agent["id"],
             "name": "Renamed",
             "knowledgeBaseIds": [kb2["id"], kb1["id"]],
         },

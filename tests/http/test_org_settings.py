@@ -221,10 +221,16 @@ async def test_the_default_agent_is_an_agent_of_the_organization(client, admin, 
         assert detail["field"] == "settings.defaultAgentId"
         assert detail["message"] == f"{agent_id} is not an agent of this organization"
     assert (await read(client, admin))["settings"] == DEFAULTS
-    # JSON Schema counts an integral number with a fraction as an integer, and so do we.
-    accepted = await save(
+    # Ids are JSON integers only: `4.0` is refused like `"4"` (CONTRACT.md).
+    refused = await save(
         client, admin, {"defaultAgentId": float(ours["id"]), "sidebarPinnedAppIds": [4.0]}
     )
+    assert refused.status_code == 400
+    assert [d["field"] for d in refused.json()["details"]] == [
+        "settings.defaultAgentId",
+        "settings.sidebarPinnedAppIds[0]",
+    ]
+    accepted = await save(client, admin, {"defaultAgentId": ours["id"], "sidebarPinnedAppIds": [4]})
     assert accepted.status_code == 200, accepted.text
     assert accepted.json()["settings"]["defaultAgentId"] == ours["id"]
     assert accepted.json()["settings"]["sidebarPinnedAppIds"] == [4]

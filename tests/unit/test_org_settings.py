@@ -65,7 +65,7 @@ def test_a_whole_object_is_read_and_written_back_alike():
         "serviceAgent": True,
         "defaultAgentId": 7,
         "spendCaps": {"monthly": 0.1, "daily": 2},
-        "sidebarPinnedAppIds": [5, 3.0],
+        "sidebarPinnedAppIds": [5, 3],
         "sidebarLinks": [{"label": " Wiki ", "url": "https://[::1]:8443/w?q=1#x", "icon": "📘"}],
         "feedbackModal": {"customHtml": "<p>hi</p>"},
     }

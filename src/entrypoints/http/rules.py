@@ -1,16 +1,18 @@
-"""The vocabulary of the edge's validation (`validation`): a body field's rule (a request
-struct's `rules`), a parameter's rule (carried by the parameter's declaration, `RuledQuery` and
-`RuledPath`), and the checks parameters share. Feature modules declare their rules with it."""
+"""The vocabulary of the edge's validation (`validation`): who may use a route at all (its
+`access`), a body field's rule (a request struct's `rules`), a parameter's rule (carried by the
+parameter's declaration, `RuledQuery` and `RuledPath`), and the checks parameters share. Feature
+modules and controllers declare their rules with it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from litestar.params import PathParameter, QueryParameter
 
 from domain.errors import Invalid
+from domain.identity import Caller
 from domain.ids import parse_positive_id, parse_uuid
 from domain.text import required, too_long
 
@@ -21,6 +23,15 @@ INVALID_BODY = "Invalid request body"
 MALFORMED_BODY = "Malformed request body"
 UNSUPPORTED_MEDIA_TYPE = "Unsupported Media Type"
 UUID_INVALID = "must be a valid UUID"
+ACCESS = "access"
+
+
+def access(check: Callable[[Caller], None]) -> dict[str, Any]:
+    """A route's (or a controller's) `opt` naming the role it needs, as the domain states it
+    (`require_admin`, `require_agent_manager`, …): the edge checks the caller against it before
+    the route's parameters and body, so that a caller who may not use the route at all gets 403
+    whatever the request holds (the command's `parse` checks it again)."""
+    return {ACCESS: check}
 
 
 @dataclass(frozen=True, slots=True)

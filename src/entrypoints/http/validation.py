@@ -1,21 +1,24 @@
-"""The HTTP edge's own validation, the mechanism only: every request is checked against the
-types its route declares (and documents in `/schema/openapi.json`) before Litestar converts it,
-and a failure is answered with the specification's message, which the declarations carry: a
-request struct's `rules` (`schemas.Camel.rules`, one module per feature) and a parameter's
-`rule` (`rules.RuledQuery`, `rules.RuledPath`).
+"""The HTTP edge's own checks, the mechanism only: first the caller's right to the route (a
+member of its organization, not removed since the token was issued, with the role the route
+declares: `rules.access`), then every request is checked against the types its route declares
+(and documents in `/schema/openapi.json`) before Litestar converts it, and a failure is answered
+with the specification's message, which the declarations carry: a request struct's `rules`
+(`schemas.Camel.rules`, one module per feature) and a parameter's `rule` (`rules.RuledQuery`,
+`rules.RuledPath`).
 
-Bodies are decoded strictly (no string-to-number coercion) with msgspec, one field at a time, so
-that every failing field is known and the rules' order picks the message that wins when several
-fail (the handler then parses the body into its command, as the CLI does, with the domain's own
-rules and messages). Query and path
-parameters are checked from their raw strings. A body that is not JSON, is nested too deeply or
-holds a number too large for any field is a 400, never a 500; a body sent without a JSON media type
-is a 415.
+Bodies are decoded strictly (no string-to-number coercion, and an integer is a JSON integer:
+`2.0`, `2e0` and `"2"` are refused) with msgspec, one field at a time, so that every failing
+field is known and the rules' order picks the message that wins when several fail (the handler
+then parses the body into its command, as the CLI does, with the domain's own rules and
+messages). Query and path parameters are checked from their raw strings. A body that is not
+JSON, is nested too deeply or holds a number too large for any field is a 400, never a 500; a
+body sent without a JSON media type is a 415.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, get_args, get_origin
@@ -28,14 +31,21 @@ from litestar.exceptions import HTTPException
 from litestar.params import BodyKwarg, ParameterKwarg
 
 from domain.errors import Invalid, field_error
+from domain.identity import Caller, Identity
+from domain.ids import NOT_A_JSON_INTEGER
+from entrypoints.http.injection import CONTAINER_KEY, injected
 from entrypoints.http.methods import OPTIONS, options_answer
 from entrypoints.http.rules import (
+    ACCESS,
     INVALID_BODY,
     MALFORMED_BODY,
     UNSUPPORTED_MEDIA_TYPE,
     Kind,
     ParamRule,
 )
+from entrypoints.wiring import OrgScopes
+
+NOT_AN_INTEGER = NOT_A_JSON_INTEGER
 
 
 def _classify(value: Any, error: str) -> Kind:
@@ -92,9 +102,7 @@ def decode_failures(struct: type[msgspec.Struct], body: bytes) -> dict[str, tupl
         except UnicodeDecodeError:
             raise Invalid(MALFORMED_BODY, [field_error("body", "not valid UTF-8")]) from None
         except msgspec.ValidationError as error:
-            failure = _failure(raw[field.wire], field.type, error)
-            if failure is not None:
-                failures[field.wire] = failure
+            failures[field.wire] = _failure(raw[field.wire], field.type, error)
     return failures
 
 
@@ -110,11 +118,10 @@ def _malformed(body: bytes, error: msgspec.DecodeError) -> str:
     return text
 
 
-def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kind, str] | None:
-    """How a field failed, or None when only integers in other clothes stood in the way:
-    integral numbers written with a fraction or an exponent (`3.0`, `1e3`), which JSON Schema
-    counts as integers, and ids sent as strings of digits (`"12"`), which the service has
-    always taken. Litestar's conversion takes both as integers."""
+def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kind, str]:
+    """How a field failed. An integer the field would take, written as something else (`3.0`,
+    `3e0`, `"3"`), is a type failure told as such (`NOT_AN_INTEGER`): the message alone ("Valid
+    agent ID is required") would not say what is wrong with a 3."""
     try:
         value = msgspec.json.decode(raw)
     except (msgspec.DecodeError, RecursionError, UnicodeDecodeError):
@@ -123,13 +130,15 @@ def _failure(raw: bytes, kind: Any, error: msgspec.ValidationError) -> tuple[Kin
         try:
             msgspec.convert(_integral(value), kind, strict=True)
         except msgspec.ValidationError as again:
-            error = again
+            error = again  # out of range, or not an integer at all: refused as such
         else:
-            return None
+            return ("type", NOT_AN_INTEGER)
     return (_classify(value, str(error)), str(error))
 
 
 def _integral(value: Any) -> Any:
+    """`value` with its integers in other clothes (integral floats, strings of digits) made
+    integers: what a lax decoder would have taken."""
     if isinstance(value, float) and value.is_integer():
         return int(value)
     if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 19:
@@ -143,14 +152,29 @@ def _integral(value: Any) -> Any:
 
 def body_error(struct: type[msgspec.Struct], failures: dict[str, tuple[Kind, str]]) -> Invalid:
     """The error the struct's `rules` give for these failures: the first rule, in their order,
-    whose field failed in a way it covers; without one, 400 "Invalid request body" naming every
+    whose field failed in a way it covers, with its `detail` (an integer in other clothes is
+    always named, `NOT_AN_INTEGER`); without one, 400 "Invalid request body" naming every
     field."""
     for rule in getattr(struct, "rules", ()):
         failure = failures.get(rule.field)
         if failure is not None and failure[0] in rule.kinds:
-            details = [field_error(rule.field, rule.detail)] if rule.detail else None
-            return Invalid(rule.message, details)
+            detail = NOT_AN_INTEGER if failure[1] == NOT_AN_INTEGER else rule.detail
+            return Invalid(rule.message, [field_error(rule.field, detail)] if detail else None)
     return Invalid(INVALID_BODY, [field_error(f, text) for f, (_, text) in failures.items()])
+
+
+def body_refusal(struct: type[msgspec.Struct], body: bytes) -> Invalid | None:
+    """What the edge answers to `body` sent for `struct`: its domain `check` when it has one,
+    else its `rules` (`body_error`); None for a valid body."""
+    failures = decode_failures(struct, body)
+    check = getattr(struct, "check", None)
+    if check is not None:  # the domain's rules decide, naming every breach, nested ones too
+        try:
+            check(body)
+        except Invalid as error:
+            return error
+        return None
+    return body_error(struct, failures) if failures else None
 
 
 def param_error(handler: Any, name: str, raw: str | None) -> Invalid | None:
@@ -181,6 +205,10 @@ class _Edge:
     body: type[msgspec.Struct] | None
     # (wire name, "query" | "path", required, the rule its declaration carries)
     params: tuple[tuple[str, str, bool, ParamRule | None], ...]
+    access: Callable[[Caller], None] | None
+    # Whether the handler takes the `Caller` from the request's scope; one that does not (chat)
+    # works in short scopes of its own, and the edge checks the caller in one too.
+    caller_in_request: bool
 
 
 def _struct_of(annotation: Any) -> type[msgspec.Struct] | None:
@@ -206,7 +234,8 @@ def _edge(handler: Any) -> _Edge:
         elif isinstance(kwarg, ParameterKwarg) and kwarg.param_type is ParamType.QUERY:
             required = not definition.has_default and not definition.is_optional
             params.append((kwarg.name or name, "query", required, rule))
-    return _Edge(body, tuple(params))
+    caller_in_request = Caller in injected(handler.fn)
+    return _Edge(body, tuple(params), handler.opt.get(ACCESS), caller_in_request)
 
 
 def _path_params(handler: Any) -> set[str]:
@@ -236,13 +265,15 @@ def _header(request: Request[Any, Any, Any], name: bytes) -> str | None:
 
 
 async def check_request(request: Request[Any, Any, Any]) -> Response[None] | None:
-    """Litestar `before_request` hook: refuse what the route's declared types refuse, with the
-    messages of its declared rules, before Litestar converts anything. A query parameter given twice
-    is refused: which of the two the handler would act on is nobody's guess. `OPTIONS` is answered
-    here with the path's methods (see `methods`)."""
+    """Litestar `before_request` hook: refuse a caller who may not use the route at all
+    (`_authorize`), then what the route's declared types refuse, with the messages of its
+    declared rules, before Litestar converts anything. A query parameter given twice is refused:
+    which of the two the handler would act on is nobody's guess. `OPTIONS` is answered here with
+    the path's methods (see `methods`)."""
     if request.method == OPTIONS:
         return options_answer(request)
     edge = _edge(request.route_handler)
+    await _authorize(request, edge)
     query: MultiDict[Any] | None = None
     for name, source, required, rule in edge.params:
         if source == "query":
@@ -267,11 +298,26 @@ async def check_request(request: Request[Any, Any, Any]) -> Response[None] | Non
         return None
     if not _is_json(_header(request, b"content-type") or ""):
         raise HTTPException(status_code=415, detail=UNSUPPORTED_MEDIA_TYPE)
-    body = await request.body()
-    failures = decode_failures(edge.body, body)
-    check = getattr(edge.body, "check", None)
-    if check is not None:  # the domain's rules decide, naming every breach, nested ones too
-        check(body)
-    elif failures:
-        raise body_error(edge.body, failures)
+    refusal = body_refusal(edge.body, await request.body())
+    if refusal is not None:
+        raise refusal
     return None
+
+
+async def _authorize(request: Request[Any, Any, Any], edge: _Edge) -> None:
+    """The caller's right to the route, before anything the request holds is read: on a route
+    the bearer middleware authenticated, a token with an organization (403 "User is not part of
+    any organization" otherwise), of a member not removed since it was issued (the `Caller`'s
+    resolution refuses one, 403), holding the role the route declares (`rules.access`, 403)."""
+    identity = request.scope.get("user")
+    if not isinstance(identity, Identity):  # a public route: signed otherwise, or open
+        return
+    identity.as_caller()  # no organization: refused before a connection is taken
+    container = request.scope["state"][CONTAINER_KEY]
+    if edge.caller_in_request:  # resolved once: the handler is given this very caller
+        caller = await container.get(Caller)
+    else:
+        async with (await container.get(OrgScopes)).acting_as(identity) as scope:
+            caller = await scope.get(Caller)
+    if edge.access is not None:
+        edge.access(caller)

@@ -26,6 +26,7 @@ from domain.audit import (
     MAX_AUDIT_PAGE,
 )
 from domain.identity import Caller
+from domain.members import require_admin
 from entrypoints.http.injection import inject
 from entrypoints.http.member_schemas import (
     AuditEntryOut,
@@ -45,7 +46,7 @@ from entrypoints.http.member_schemas import (
     UpdateMetadataResponse,
 )
 from entrypoints.http.openapi import body_errors, errors
-from entrypoints.http.rules import ParamRule, RuledQuery, limit
+from entrypoints.http.rules import ParamRule, RuledQuery, access, limit
 from entrypoints.http.schemas import command
 
 DEPRECATED = {"Deprecation": "true", "Link": '</admin/users>; rel="successor-version"'}
@@ -64,6 +65,7 @@ CURSOR = QueryParameter(
 class AdminController(Controller):
     path = "/admin"
     tags = ["Users"]
+    opt = access(require_admin)
 
     @get(
         "/getUsersInOrg",

@@ -16,6 +16,7 @@ from application.use_cases.get_agent import GetAgent, GetAgentQuery
 from application.use_cases.list_agent_tags import ListAgentTags, ListAgentTagsQuery
 from application.use_cases.list_agents import ListAgents, ListAgentsQuery
 from application.use_cases.update_agent import UpdateAgent, UpdateAgentCommand
+from domain.agents import require_agent_manager
 from domain.identity import Caller
 from entrypoints.http.agent_schemas import (
     AgentListResponse,
@@ -31,6 +32,7 @@ from entrypoints.http.agent_schemas import (
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.params import AGENT_ID, TAG_ID
+from entrypoints.http.rules import access
 from entrypoints.http.schemas import SuccessMessage, command
 
 
@@ -38,7 +40,12 @@ class AgentController(Controller):
     path = "/agents"
     tags = ["Agents"]
 
-    @post(status_code=201, responses=body_errors(403), summary="Create an agent")
+    @post(
+        status_code=201,
+        responses=body_errors(403),
+        summary="Create an agent",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def create(
         self,
@@ -70,7 +77,11 @@ class AgentController(Controller):
         agents = await list_agents.execute(ListAgentsQuery.parse(caller=caller, tag_id=tag_id))
         return AgentListResponse(success=True, agents=[AgentOut.of(a) for a in agents])
 
-    @patch(responses=body_errors(403, 404), summary="Change an agent")
+    @patch(
+        responses=body_errors(403, 404),
+        summary="Change an agent",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def update(
         self,
@@ -81,7 +92,12 @@ class AgentController(Controller):
         agent = await use_case.execute(command(UpdateAgentCommand.parse, data, caller=caller))
         return AgentResponse(success=True, agent=AgentOut.of(agent))
 
-    @delete(status_code=200, responses=errors(400, 403, 404), summary="Delete an agent")
+    @delete(
+        status_code=200,
+        responses=errors(400, 403, 404),
+        summary="Delete an agent",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def remove(
         self,
@@ -92,7 +108,13 @@ class AgentController(Controller):
         await use_case.execute(DeleteAgentCommand.parse(caller=caller, agent_id=agent_id))
         return SuccessMessage(success=True, message="Agent deleted")
 
-    @post("/tags", status_code=201, responses=body_errors(403, 409), summary="Create an agent tag")
+    @post(
+        "/tags",
+        status_code=201,
+        responses=body_errors(403, 409),
+        summary="Create an agent tag",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def create_tag(
         self,
@@ -116,6 +138,7 @@ class AgentController(Controller):
         status_code=200,
         responses=errors(400, 403, 404),
         summary="Delete an agent tag and take it off every agent",
+        opt=access(require_agent_manager),
     )
     @inject
     async def remove_tag(

@@ -27,11 +27,13 @@ from application.use_cases.update_scheduled_task import (
     UpdateScheduledTask,
     UpdateScheduledTaskCommand,
 )
+from domain.agents import require_agent_manager
 from domain.identity import Caller
 from domain.schedules import MAX_RUN_PAGE
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.params import TASK_ID
+from entrypoints.http.rules import access
 from entrypoints.http.schedule_schemas import (
     CreateTaskBody,
     RunListResponse,
@@ -50,7 +52,12 @@ class ScheduledTaskController(Controller):
     path = "/scheduled-tasks"
     tags = ["Scheduled tasks"]
 
-    @post(status_code=201, responses=body_errors(403, 404), summary="Schedule an agent")
+    @post(
+        status_code=201,
+        responses=body_errors(403, 404),
+        summary="Schedule an agent",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def create(
         self,
@@ -83,7 +90,11 @@ class ScheduledTaskController(Controller):
             return TaskResponse(success=True, task=TaskOut.from_entity(tasks[0]))
         return TaskListResponse(success=True, tasks=TaskOut.from_entities(tasks))
 
-    @patch(responses=body_errors(403, 404), summary="Change a scheduled task")
+    @patch(
+        responses=body_errors(403, 404),
+        summary="Change a scheduled task",
+        opt=access(require_agent_manager),
+    )
     @inject
     async def update(
         self,
@@ -101,6 +112,7 @@ class ScheduledTaskController(Controller):
         status_code=200,
         responses=errors(400, 403, 404),
         summary="Delete a scheduled task (its runs and their conversations are kept)",
+        opt=access(require_agent_manager),
     )
     @inject
     async def remove(
@@ -118,6 +130,7 @@ class ScheduledTaskController(Controller):
         responses=body_errors(403, 404),
         summary="Run a scheduled task now",
         description="`queued`, or `skipped` while the task's previous run is queued or running.",
+        opt=access(require_agent_manager),
     )
     @inject
     async def run_now(

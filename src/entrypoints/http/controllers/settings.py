@@ -14,8 +14,11 @@ from application.use_cases.replace_org_settings import (
     ReplaceOrgSettingsCommand,
 )
 from domain.identity import Caller
+from domain.members import require_admin
+from domain.org_settings import require_console_access
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
+from entrypoints.http.rules import access
 from entrypoints.http.settings_schemas import OrgSettingsBody, OrgSettingsResponse
 
 SPEND_CAP_STATUS = (
@@ -34,6 +37,7 @@ class OrgSettingsController(Controller):
         summary="The organization's settings and its spend against its caps",
         description="Needs `org:admin` or the permission `org:console:access`. An "
         "organization that never saved gets the defaults. " + SPEND_CAP_STATUS,
+        opt=access(require_console_access),
     )
     @inject
     async def read(
@@ -49,6 +53,7 @@ class OrgSettingsController(Controller):
         "the rules is a `details` entry of one 400 `Bad Request`, and nothing is saved. "
         "`defaultAgentId` must be an agent of the organization; `feedbackModal.customHtml` "
         "is stored sanitized. Answers as GET does.",
+        opt=access(require_admin),
     )
     @inject
     async def replace(
