@@ -1,15 +1,20 @@
-"""What the use cases on one file of a knowledge base share: which file a request names, and
-finding it in the caller's organization."""
+"""What the use cases on one file of a knowledge base share: which file a request names,
+finding it in the caller's organization, and closing the upload addresses of deleted files."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from application.ports.file_repository import FileRepository
+from application.ports.issued_uploads import IssuedUploadRepository
+from application.ports.job_queue import JobQueue, purge_deleted_upload_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from domain.errors import NotFound
 from domain.files import FILE_NOT_FOUND, KnowledgeBaseFile, parse_file_id
 from domain.knowledge_bases import KB_NOT_FOUND, parse_kb_id
+from domain.uploads import PURGE_MARGIN, UploadState
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,3 +44,20 @@ async def find_file(
     if record is None:
         raise NotFound(FILE_NOT_FOUND)
     return record
+
+
+async def close_uploads(
+    uploads: IssuedUploadRepository,
+    jobs: JobQueue,
+    org_id: str,
+    file_ids: Sequence[str],
+    now: datetime,
+) -> None:
+    """Mark the uploads of deleted files `deleted`, in the caller's unit of work, so that their
+    addresses store nothing more through the service and their association is refused; for each
+    address still valid, queue the job that empties the file's folder once it has expired (past
+    `PURGE_MARGIN`): storage that takes the PUT itself (S3) may store a replay until then."""
+    for upload in await uploads.set_state(org_id, file_ids, UploadState.DELETED):
+        purge_at = upload.expires_at + PURGE_MARGIN
+        if purge_at > now:
+            await jobs.enqueue(purge_deleted_upload_job(org_id, upload.file_id, purge_at - now))

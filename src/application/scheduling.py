@@ -23,7 +23,7 @@ async def record_run(
 ) -> ScheduledRun:
     """A queued run of `task` with its job, in the caller's unit of work; a `skipped` one (no
     job) while another run of the task is queued or running. The database's one-active-run
-    index settles a race with a concurrent run-now."""
+    index settles a race with a concurrent run-now. The task shows the run as its last."""
     queued = ScheduledRun(
         id=str(uuid.uuid4()), org_id=task.org_id, task_id=task.id, scheduled_for=scheduled_for,
         status=RunStatus.QUEUED, thread_id=None, error=None, started_at=None, finished_at=None,
@@ -31,6 +31,7 @@ async def record_run(
     )  # fmt: skip
     if await tasks.add_run(queued):
         await jobs.enqueue(scheduled_run_job(task.org_id, queued.id))
+        await tasks.show_run(queued, queued.status)
         return queued
     skipped = ScheduledRun(
         id=str(uuid.uuid4()), org_id=task.org_id, task_id=task.id, scheduled_for=scheduled_for,
@@ -38,4 +39,5 @@ async def record_run(
         finished_at=now, created_at=now,
     )  # fmt: skip
     await tasks.add_run(skipped)
+    await tasks.show_run(skipped, skipped.status)
     return skipped

@@ -393,10 +393,14 @@ class Skill:
         )
 
 
-def skill_file_key(org_id: str, skill_id: int, path: str) -> str:
+def skill_file_key(org_id: str, skill_id: int, path: str, version: int | None = None) -> str:
     """Where a bundled file's bytes are kept: below the organization's prefix, in the skill's
-    folder, at the file's own (checked) path."""
-    return f"orgs/{org_id}/skills/{skill_id}/files/{path}"
+    folder, at the file's own (checked) path; with `version` (the skill's version the bytes
+    arrive with), in that version's folder, so that a replacement never overwrites the bytes
+    the committed record names."""
+    if version is None:
+        return f"orgs/{org_id}/skills/{skill_id}/files/{path}"
+    return f"orgs/{org_id}/skills/{skill_id}/versions/{version}/{path}"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -2,8 +2,9 @@
 from the command line, through the same use cases and container as `/scheduled-tasks`.
 
 `run-now` records the run (queued, or skipped under the skip rule) and leaves it to the worker,
-as `POST /scheduled-tasks/run` does. Output goes to standard output (JSON with `--json`);
-errors to standard error with exit code 1.
+as `POST /scheduled-tasks/run` does. Output goes to standard output (with `--json`, the records
+`GET /scheduled-tasks` answers, times written as HTTP writes them); errors to standard error with
+exit code 1.
 """
 
 from __future__ import annotations
@@ -52,7 +53,11 @@ async def run_tasks(settings: Settings, database: Database, args: argparse.Names
                 tasks = await (await scope.get(ListScheduledTasks)).execute(
                     ListScheduledTasksQuery.parse(caller=caller)
                 )
-                records = [_task(t) for t in tasks]
+                import msgspec
+
+                from entrypoints.http.schedule_schemas import TaskOut
+
+                records = msgspec.to_builtins(TaskOut.from_entities(tasks))
                 if args.json:
                     print(json.dumps(records, indent=2))
                 for record in [] if args.json else records:
@@ -73,16 +78,3 @@ async def run_tasks(settings: Settings, database: Database, args: argparse.Names
         return 1
     finally:
         await container.close()
-
-
-def _task(task: Any) -> dict[str, Any]:
-    return {
-        "id": task.id,
-        "name": task.name,
-        "agentId": task.agent_id,
-        "cron": task.cron,
-        "timezone": task.timezone,
-        "enabled": task.enabled,
-        "nextRunAt": task.next_run_at.isoformat() if task.next_run_at else None,
-        "lastRunStatus": task.last_run_status.value if task.last_run_status else None,
-    }

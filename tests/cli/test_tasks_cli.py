@@ -41,7 +41,8 @@ def test_tasks_are_listed_and_run_now_under_the_skip_rule(cli_env, capsys, datab
     assert (task["id"], task["name"], task["cron"], task["timezone"]) == (
         task_id, "Morning digest", "0 8 * * *", "Europe/Berlin",
     )  # fmt: skip
-    assert task["nextRunAt"] == "2026-11-24T07:00:00+00:00"
+    # Times are written as HTTP writes them (ISO 8601 with `Z`).
+    assert (task["nextRunAt"], task["lastRunAt"]) == ("2026-11-24T07:00:00Z", None)
     code, out, _ = run(capsys, "tasks", "list", "--org", "org_t")
     assert code == 0 and "Morning digest" in out and "0 8 * * *" in out
 
@@ -49,6 +50,9 @@ def test_tasks_are_listed_and_run_now_under_the_skip_rule(cli_env, capsys, datab
     assert code == 0 and json.loads(out)["status"] == "queued"
     code, out, _ = run(capsys, "tasks", "run-now", str(task_id), "--org", "org_t")
     assert code == 0 and out.strip().endswith(": skipped")
+    code, out, _ = run(capsys, "tasks", "list", "--org", "org_t", "--json")
+    (task,) = json.loads(out)
+    assert task["lastRunStatus"] == "skipped" and task["lastRunAt"].endswith("Z")
 
     code, out, err = run(capsys, "tasks", "run-now", "999", "--org", "org_t")
     assert (code, out) == (1, "")

@@ -19,7 +19,7 @@ from tests.fakes.embeddings import (
     FakeEmbeddingParts,
     HashingEmbedder,
 )
-from tests.fakes.files import FakeFiles
+from tests.fakes.files import FakeFiles, FakeIssuedUploads
 from tests.fakes.knowledge_bases import FakeKnowledgeBases
 from tests.fakes.processing import FakeChunker, FakeExtractor
 
@@ -31,6 +31,7 @@ __all__ = [
     "FakeEmbeddingParts",
     "FakeExtractor",
     "FakeFiles",
+    "FakeIssuedUploads",
     "FakeJobQueue",
     "FakeKnowledgeBases",
     "FakeMemberDirectory",

@@ -8,15 +8,17 @@ test may set) and `history` (every status set, in order). Neither is in the snap
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from domain.errors import Conflict
 from domain.files import FileCursor, KnowledgeBaseFile, NewFile, ProcessingStatus, view_values
+from domain.uploads import IssuedUpload, UploadState
 
 if TYPE_CHECKING:
     from application.ports.file_repository import FileRepository, View
+    from application.ports.issued_uploads import IssuedUploadRepository
     from tests.fakes.basics import Restorable
 
 FilesState = tuple[dict[int, KnowledgeBaseFile], int]
@@ -125,6 +127,48 @@ class FakeFiles:
         self.runs.pop(record_id, None)
 
 
+class FakeIssuedUploads:
+    """Issued uploads by file id."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, IssuedUpload] = {}
+
+    def issue(self, org_id: str, file_id: str, file_key: str) -> None:
+        """Record an upload as `CreateUpload` would (a test's shortcut)."""
+        self.rows[file_id] = IssuedUpload(
+            org_id=org_id, file_id=file_id, file_key=file_key, content_type="text/plain",
+            expires_at=datetime(2026, 1, 1, 0, 15, tzinfo=UTC),
+        )  # fmt: skip
+
+    def snapshot(self) -> dict[str, IssuedUpload]:
+        return dict(self.rows)
+
+    def restore(self, saved: dict[str, IssuedUpload]) -> None:
+        self.rows = dict(saved)
+
+    async def add(self, upload: IssuedUpload) -> None:
+        self.rows[upload.file_id] = upload
+
+    async def get(
+        self, org_id: str, file_id: str, *, for_update: bool = False
+    ) -> IssuedUpload | None:
+        upload = self.rows.get(file_id)
+        return upload if upload is not None and upload.org_id == org_id else None
+
+    async def set_state(
+        self, org_id: str, file_ids: Sequence[str], state: UploadState
+    ) -> list[IssuedUpload]:
+        moved = []
+        for file_id in file_ids:
+            upload = await self.get(org_id, file_id)
+            if upload is not None:
+                self.rows[file_id] = dataclasses.replace(upload, state=state)
+                moved.append(self.rows[file_id])
+        return moved
+
+
 if TYPE_CHECKING:  # mypy checks the fake against the port it stands in for
     _files: FileRepository = FakeFiles()
     _files_store: Restorable[FilesState] = FakeFiles()
+    _uploads: IssuedUploadRepository = FakeIssuedUploads()
+    _uploads_store: Restorable[dict[str, IssuedUpload]] = FakeIssuedUploads()

@@ -1,4 +1,6 @@
-"""The same upload flow with `AP_STORAGE=s3`: the adapter is swapped by configuration only."""
+"""The same upload flow with `AP_STORAGE=s3`: the adapter is swapped by configuration only. An
+address replayed after its file was deleted leaves no object behind for long (the bucket takes
+the PUT itself), and a replaced skill file goes to a key of its own."""
 
 from __future__ import annotations
 
@@ -142,6 +144,81 @@ async def test_s3_uploads_are_bound_used_once_and_downloadable(
         assert served.status_code == 200 and served.content == b"hello"
 
 
+async def test_an_s3_address_replayed_after_deletion_leaves_no_object(
+    settings, database, clean, alice, s3_endpoint, owner_engine
+):
+    import asyncio
+
+    from sqlalchemy import text
+
+    from entrypoints.worker.jobs import build_worker
+
+    s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
+    s3.create_bucket(Bucket="ap-replay")
+    s3_settings = dataclasses.replace(
+        settings,
+        storage="s3",
+        s3_bucket="ap-replay",
+        s3_endpoint_url=s3_endpoint,
+        s3_path_style=True,
+    )
+
+    def keys() -> list[str]:
+        return [o["Key"] for o in s3.list_objects_v2(Bucket="ap-replay").get("Contents", [])]
+
+    async with AsyncTestClient(app=create_app(s3_settings, database)) as client:
+        kb = await make_kb(client, alice)
+        upload = await presign(client, alice, name="a.md", size=5)
+
+        async def put(data: bytes) -> int:
+            async with httpx.AsyncClient() as http:
+                sent = await http.put(upload["uploadUrl"], content=data, headers=upload["headers"])
+            return sent.status_code
+
+        body = association(kb["id"], upload, fileName="a.md")
+        assert await put(b"hello") == 200
+        assert (await client.post("/kb/files", json=body, headers=alice.headers)).status_code == 201
+        deleted = await client.delete(
+            f"/kb/files?kbId={kb['id']}&fileId={upload['fileId']}", headers=alice.headers
+        )
+        assert deleted.status_code == 200 and keys() == []
+        # The bucket checks only the signature: a replay while the address is valid is stored,
+        assert await put(b"HELLO") == 200 and keys() == [upload["fileKey"]]
+        # but it is never associated, and the refusal removes it.
+        again = await client.post("/kb/files", json=body, headers=alice.headers)
+        assert (again.status_code, again.json()["error"]) == (
+            409,
+            "The file this upload was issued for has been deleted",
+        )
+        assert keys() == []
+        # One nobody tries to associate goes with the purge the deletion queued for after the
+        # address expires (brought forward here).
+        assert await put(b"HELLO") == 200 and keys() == [upload["fileKey"]]
+        async with owner_engine.begin() as connection:
+            queued = await connection.scalar(
+                text(
+                    "SELECT count(*) FROM pgqueuer WHERE entrypoint = 'upload.purge' "
+                    "AND execute_after > now() + interval '1 hour'"
+                )
+            )
+            assert queued == 1
+            await connection.execute(
+                text("UPDATE pgqueuer SET execute_after = now() WHERE entrypoint = 'upload.purge'")
+            )
+        worker, container = build_worker(s3_settings, database, concurrency=1)
+        running = asyncio.create_task(worker.run())
+        try:
+            for _ in range(200):
+                if not keys():
+                    break
+                await asyncio.sleep(0.1)
+        finally:
+            worker.stop()
+            await asyncio.wait_for(running, 30)
+            await container.close()
+        assert keys() == []
+
+
 async def test_skill_files_on_s3(settings, database, clean, alice, s3_endpoint):
     import base64
 
@@ -161,12 +238,27 @@ async def test_skill_files_on_s3(settings, database, clean, alice, s3_endpoint):
         )
         sid = created.json()["skill"]["id"]
         body = {"skillId": sid, "path": "a/b.md", "content": base64.b64encode(b"# B").decode()}
+
+        def stored() -> dict[str, bytes]:
+            listing = s3.list_objects_v2(Bucket="ap-skills").get("Contents", [])
+            return {
+                o["Key"]: s3.get_object(Bucket="ap-skills", Key=o["Key"])["Body"].read()
+                for o in listing
+            }
+
         added = await client.post("/skills/files", json=body, headers=alice.headers)
         assert added.status_code == 201, added.text
-        key = f"orgs/org_a/skills/{sid}/files/a/b.md"
-        assert s3.get_object(Bucket="ap-skills", Key=key)["Body"].read() == b"# B"
+        ((key, data),) = stored().items()
+        assert key.startswith(f"orgs/org_a/skills/{sid}/") and data == b"# B"
         read = await client.get(f"/skills/files?skillId={sid}&path=a/b.md", headers=alice.headers)
         assert read.content == b"# B" and read.headers["content-type"].startswith("text/markdown")
+        # A replacement goes to a key of its own; the replaced object goes after the commit.
+        changed = {**body, "content": base64.b64encode(b"# C").decode()}
+        assert (await client.post("/skills/files", json=changed, headers=alice.headers)).is_success
+        ((new_key, data),) = stored().items()
+        assert new_key != key and data == b"# C"
+        read = await client.get(f"/skills/files?skillId={sid}&path=a/b.md", headers=alice.headers)
+        assert read.content == b"# C"
         gone = await client.delete(
             f"/skills/files?skillId={sid}&path=a/b.md", headers=alice.headers
         )
@@ -177,4 +269,4 @@ async def test_skill_files_on_s3(settings, database, clean, alice, s3_endpoint):
         deleted = await client.delete(f"/skills/manage?skillId={sid}", headers=alice.headers)
         assert deleted.status_code == 200
     # A soft-deleted skill keeps its bundled files in storage.
-    assert s3.get_object(Bucket="ap-skills", Key=key)["Body"].read() == b"# B"
+    assert list(stored().values()) == [b"# B"]

@@ -176,6 +176,9 @@ async def test_run_now_follows_the_skip_rule_and_runs_page_newest_first(chat, al
     assert bad.status_code == 400
     read = await chat.get("/scheduled-tasks", params={"taskId": task["id"]}, headers=alice.headers)
     assert read.json()["task"]["nextRunAt"] is None  # run-now leaves the schedule alone
+    # The task shows its latest run: the skipped one, at that run's time.
+    shown = read.json()["task"]
+    assert (shown["lastRunStatus"], shown["lastRunAt"]) == ("skipped", second["scheduledFor"])
 
 
 async def test_a_run_sends_the_prompt_to_the_agent_in_a_new_conversation(
@@ -199,7 +202,9 @@ async def test_a_run_sends_the_prompt_to_the_agent_in_a_new_conversation(
         ("assistant", "Yesterday: three new files."),
     ]
     read = await chat.get("/scheduled-tasks", params={"taskId": task["id"]}, headers=alice.headers)
-    assert read.json()["task"]["lastRunStatus"] == "succeeded"
+    shown = read.json()["task"]
+    assert (shown["lastRunStatus"], shown["lastRunAt"]) == ("succeeded", run["scheduledFor"])
+    assert shown["lastRunAt"].endswith("Z")
 
 
 async def test_runs_fail_with_the_reason_when_a_cap_agent_or_task_stops_them(
@@ -241,3 +246,8 @@ async def test_runs_fail_with_the_reason_when_a_cap_agent_or_task_stops_them(
     assert (orphan_run["status"], orphan_run["error"]) == ("failed", AGENT_GONE)
     assert (status, error) == ("failed", TASK_GONE)
     assert holder.model.requests == []
+    read = await chat.get(
+        "/scheduled-tasks", params={"taskId": capped["id"]}, headers=alice.headers
+    )
+    shown = read.json()["task"]
+    assert (shown["lastRunStatus"], shown["lastRunAt"]) == ("failed", capped_run["scheduledFor"])

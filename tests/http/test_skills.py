@@ -213,6 +213,19 @@ async def test_bundled_files(client, alice, settings):
         client, alice, sid, "scripts/extract.py", b"print('bye')\n", contentType="text/plain"
     )
     assert replaced.status_code == 201 and replaced.json()["file"]["contentType"] == "text/plain"
+    read = await client.get(
+        f"/skills/files?skillId={sid}&path=scripts/extract.py", headers=alice.headers
+    )
+    assert read.content == b"print('bye')\n"
+    # The replacement went to a key of its own; the replaced object was deleted after the commit.
+    folder = settings.data_dir.resolve() / "objects" / f"orgs/org_a/skills/{sid}"
+
+    def stored() -> list[bytes]:
+        return [p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name[0] != "."]
+
+    # (Another test's skill of the same id may have left objects there: only ours count.)
+    ours = [b for b in stored() if b.startswith(b"print(")]
+    assert ours == [b"print('bye')\n"]
     unchanged = await put_file(
         client, alice, sid, "scripts/extract.py", b"print('bye')\n", contentType="text/plain"
     )
@@ -223,12 +236,7 @@ async def test_bundled_files(client, alice, settings):
         f"/skills/files?skillId={sid}&path=scripts/extract.py", headers=alice.headers
     )
     assert gone.json() == {"success": True, "message": "File deleted"}
-    key = (
-        settings.data_dir.resolve()
-        / "objects"
-        / f"orgs/org_a/skills/{sid}/files/scripts/extract.py"
-    )
-    assert not key.exists()
+    assert stored() == []
     again = await client.delete(
         f"/skills/files?skillId={sid}&path=scripts/extract.py", headers=alice.headers
     )
@@ -298,11 +306,11 @@ async def test_soft_delete(client, alice, bob, settings, owner_engine):
         assert (response.status_code, response.json()) == (404, {"error": "Skill not found"})
     assert (await client.get("/skills/manage", headers=alice.headers)).json()["skills"] == []
     # The bundled files stay in storage, and recorded.
-    stored = settings.data_dir.resolve() / "objects" / f"orgs/org_a/skills/{sid}/files/notes.md"
-    assert stored.read_bytes() == b"# notes"
     async with owner_engine.connect() as connection:
-        count = await connection.scalar(text("SELECT count(*) FROM skill_files"))
-    assert count == 1
+        keys = (await connection.scalars(text("SELECT storage_key FROM skill_files"))).all()
+    assert len(keys) == 1
+    stored = settings.data_dir.resolve() / "objects" / keys[0]
+    assert stored.read_bytes() == b"# notes"
     # The agent keeps working and no longer lists the skill.
     kept = await client.get(f"/agents?agentId={agent.json()['agent']['id']}", headers=alice.headers)
     assert kept.status_code == 200 and kept.json()["agent"]["skillIds"] == []

@@ -7,6 +7,7 @@ from __future__ import annotations
 from urllib.parse import quote
 
 import pytest
+from sqlalchemy import text
 
 from tests.http.helpers import association, make_kb, presign, put_upload
 
@@ -61,6 +62,58 @@ async def test_a_signed_put_is_used_once_before_and_after_association(client, al
     after = await put_upload(client, upload, b"evil bytes!")
     assert after.status_code == 409
     assert (objects(settings) / upload["fileKey"]).read_bytes() == b"hello world"
+
+
+async def test_a_signed_put_replayed_after_the_file_was_deleted_stores_nothing(
+    client, alice, settings
+):
+    kb = await make_kb(client, alice)
+    upload = await uploaded(client, alice)
+    created = await client.post("/kb/files", json=body(kb["id"], upload), headers=alice.headers)
+    assert created.status_code == 201, created.text
+    deleted = await client.delete(
+        f"/kb/files?kbId={kb['id']}&fileId={upload['fileId']}", headers=alice.headers
+    )
+    assert deleted.status_code == 200
+    replay = await put_upload(client, upload, b"evil bytes!")
+    assert (replay.status_code, replay.json()) == (
+        409,
+        {"error": "The file this upload was issued for has been deleted"},
+    )
+    assert not (objects(settings) / upload["fileKey"]).exists()
+    again = await client.post("/kb/files", json=body(kb["id"], upload), headers=alice.headers)
+    assert (again.status_code, again.json()["error"]) == (
+        409,
+        "The file this upload was issued for has been deleted",
+    )
+
+
+async def test_a_signed_put_replayed_after_its_knowledge_base_was_deleted_stores_nothing(
+    client, alice, settings
+):
+    kb = await make_kb(client, alice)
+    upload = await uploaded(client, alice)
+    created = await client.post("/kb/files", json=body(kb["id"], upload), headers=alice.headers)
+    assert created.status_code == 201, created.text
+    assert (await client.delete(f"/kb/manage?kbId={kb['id']}", headers=alice.headers)).is_success
+    replay = await put_upload(client, upload, b"evil bytes!")
+    assert replay.status_code == 409
+    assert not (objects(settings) / upload["fileKey"]).exists()
+
+
+async def test_a_signed_put_for_an_upload_never_recorded_is_403(
+    client, alice, settings, owner_engine
+):
+    upload = await presign(client, alice, name="a.txt", content_type="text/plain", size=11)
+    # As an address signed before uploads were recorded (migration 0019) would be.
+    async with owner_engine.begin() as connection:
+        await connection.execute(text("DELETE FROM issued_uploads"))
+    refused = await put_upload(client, upload, b"hello world")
+    assert (refused.status_code, refused.json()) == (
+        403,
+        {"error": "This upload was not issued by POST /upload/presigned"},
+    )
+    assert not (objects(settings) / upload["fileKey"]).exists()
 
 
 async def test_a_refused_upload_can_be_sent_again(client, alice):

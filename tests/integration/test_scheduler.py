@@ -18,7 +18,7 @@ from adapters.postgres.database import org_connection
 from adapters.postgres.schedules import PgScheduledTaskRepository
 from domain.agents import NewAgent
 from domain.identity import ADMIN_ROLE, Identity
-from domain.schedules import NewScheduledTask
+from domain.schedules import NewScheduledTask, RunStatus
 from entrypoints.config import Settings
 from entrypoints.wiring import make_container
 from entrypoints.worker.scheduler import claim_due_tasks
@@ -96,7 +96,7 @@ async def test_occurrences_missed_while_nothing_ran_are_caught_up_by_one_run(
 async def test_an_occurrence_whose_previous_run_is_still_going_is_recorded_skipped(
     app_pool, owner_engine, scheduler
 ):
-    await add_tasks(app_pool, "org_a", 1)
+    (task_id,) = await add_tasks(app_pool, "org_a", 1)
     scheduler.clock.current = T0 + timedelta(minutes=1)
     assert await scheduler() == 1
     scheduler.clock.current = T0 + timedelta(minutes=10, seconds=30)
@@ -106,6 +106,16 @@ async def test_an_occurrence_whose_previous_run_is_still_going_is_recorded_skipp
     )
     assert runs == [(T0, "queued"), (T0 + timedelta(minutes=10), "skipped")]
     assert len(await rows(owner_engine, "SELECT 1 FROM pgqueuer")) == 1
+    shown = "SELECT last_run_at, last_run_status FROM scheduled_tasks"
+    assert await rows(owner_engine, shown) == [(T0 + timedelta(minutes=10), "skipped")]
+    # The older run ending later leaves the task showing the newer one.
+    async with org_connection(app_pool, "org_a") as db:
+        tasks = PgScheduledTaskRepository(db)
+        (older,) = [r for r in await tasks.list_runs("org_a", task_id, limit=5, before=None)
+                    if r.status is RunStatus.QUEUED]  # fmt: skip
+        await tasks.show_run(older, RunStatus.SUCCEEDED)
+        await db.commit()
+    assert await rows(owner_engine, shown) == [(T0 + timedelta(minutes=10), "skipped")]
 
 
 async def test_disabled_tasks_and_tasks_not_yet_due_do_not_run(app_pool, owner_engine, scheduler):
@@ -163,5 +173,9 @@ async def test_the_reaper_fails_runs_left_running_by_a_worker_that_went_away(
     assert [r["org_id"] for r in reaped] == ["org_a"] and again == []
     runs = await rows(owner_engine, "SELECT status, error IS NOT NULL FROM scheduled_runs")
     assert sorted(runs) == [("failed", True), ("succeeded", False)]
-    (task,) = await rows(owner_engine, "SELECT last_run_status FROM scheduled_tasks")
-    assert task == ("failed",)
+    (task,) = await rows(
+        owner_engine,
+        "SELECT t.last_run_status, t.last_run_at = r.scheduled_for FROM scheduled_tasks t "
+        "JOIN scheduled_runs r ON r.task_id = t.id AND r.status = 'failed'",
+    )
+    assert task == ("failed", True)  # the task shows the failed run, at that run's time

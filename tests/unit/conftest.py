@@ -5,7 +5,14 @@ from dataclasses import dataclass
 import pytest
 
 from domain.identity import ADMIN_ROLE, Caller
-from tests.fakes import FakeFiles, FakeJobQueue, FakeKnowledgeBases, FakeStorage, FakeUnitOfWork
+from tests.fakes import (
+    FakeFiles,
+    FakeIssuedUploads,
+    FakeJobQueue,
+    FakeKnowledgeBases,
+    FakeStorage,
+    FakeUnitOfWork,
+)
 
 
 @dataclass
@@ -15,6 +22,7 @@ class World:
     jobs: FakeJobQueue
     storage: FakeStorage
     uow: FakeUnitOfWork
+    uploads: FakeIssuedUploads
 
 
 @pytest.fixture
@@ -22,7 +30,9 @@ def world() -> World:
     files = FakeFiles()
     kbs = FakeKnowledgeBases(files)
     jobs = FakeJobQueue()
-    return World(files, kbs, jobs, FakeStorage(), FakeUnitOfWork(files, kbs, jobs))
+    uploads = FakeIssuedUploads()
+    uow = FakeUnitOfWork(files, kbs, jobs, uploads)
+    return World(files, kbs, jobs, FakeStorage(), uow, uploads)
 
 
 @pytest.fixture

@@ -46,12 +46,28 @@ ORIGINAL_KEY = f"orgs/org_a/files/{FILE_ID}/Report_2026.pdf"
 
 
 def associate(world, max_size=10_000, *, uploaded=True):
-    """The use case with the storage wired in; the command's original is stored (1234 bytes of
-    application/pdf) unless `uploaded` is False."""
+    """The use case with the storage wired in; the command's upload is issued and its original
+    stored (1234 bytes of application/pdf) unless `uploaded` is False."""
+    world.uploads.issue("org_a", FILE_ID, ORIGINAL_KEY)
     if uploaded:
         world.storage.objects[ORIGINAL_KEY] = b"x" * 1234
         world.storage.content_types[ORIGINAL_KEY] = "application/pdf"
-    return AssociateFile(world.kbs, world.files, world.jobs, world.uow, world.storage, max_size)
+    return AssociateFile(
+        world.kbs, world.files, world.uploads, world.jobs, world.uow, world.storage, max_size
+    )
+
+
+def delete_file(world, clock=None):
+    return DeleteFile(
+        world.kbs, world.files, world.storage, world.uow, world.uploads, world.jobs,
+        clock or FakeClock(),
+    )  # fmt: skip
+
+
+def create_upload(world, clock=None):
+    return CreateUpload(
+        world.storage, world.uploads, world.uow, clock or FakeClock(), UploadPolicy(max_size=1000)
+    )
 
 
 async def test_associate_creates_a_parsing_record_and_queues_its_processing(world, caller):
@@ -174,7 +190,7 @@ async def test_delete_file_removes_record_and_objects(world, caller):
     record = await associate(world).execute(command(caller, kb_id=kb_id))
     world.storage.objects[record.file_key] = b"%PDF"
     world.storage.objects["orgs/org_a/files/other/keep.txt"] = b"x"
-    use_case = DeleteFile(world.kbs, world.files, world.storage, world.uow)
+    use_case = delete_file(world)
     report = await use_case.execute(
         DeleteFileCommand.parse(caller=caller, kb_id=kb_id, file_id=FILE_ID)
     )
@@ -196,7 +212,7 @@ async def test_delete_file_removes_record_and_objects(world, caller):
 async def test_delete_file_errors(world, caller, kb_id, file_id, error, message):
     await create(world, caller)
     await associate(world).execute(command(caller))
-    use_case = DeleteFile(world.kbs, world.files, world.storage, world.uow)
+    use_case = delete_file(world)
     with pytest.raises(error, match=message):
         await use_case.execute(DeleteFileCommand.parse(caller=caller, kb_id=kb_id, file_id=file_id))
     assert len(world.files.rows) == 1
@@ -204,7 +220,7 @@ async def test_delete_file_errors(world, caller, kb_id, file_id, error, message)
 
 async def test_create_upload_hands_out_keys_in_the_callers_organization(world, caller):
     clock = FakeClock()
-    use_case = CreateUpload(world.storage, clock, UploadPolicy(max_size=1000))
+    use_case = create_upload(world, clock)
     prepared = await use_case.execute(
         CreateUploadCommand.parse(
             caller=caller, file_name="Q3 résumé.pdf", content_type="application/pdf", file_size=500
@@ -228,7 +244,7 @@ async def test_create_upload_hands_out_keys_in_the_callers_organization(world, c
     ],
 )
 async def test_create_upload_refuses_bad_input(world, caller, fields, message):
-    use_case = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
+    use_case = create_upload(world)
     base = {"file_name": "a.txt", "content_type": "text/plain", "file_size": 10}
     with pytest.raises(Invalid, match=message):
         await use_case.execute(CreateUploadCommand.parse(caller=caller, **{**base, **fields}))

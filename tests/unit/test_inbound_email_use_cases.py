@@ -19,7 +19,7 @@ from application.use_cases.update_knowledge_base import (
 from domain.errors import Invalid, NotFound
 from domain.inbound_email import EmailPart, InboundEmailDomain, InboundRecipient, ParsedEmail
 from domain.uploads import UploadPolicy
-from tests.fakes.basics import FakeStorage, FakeUnitOfWork
+from tests.fakes.basics import FakeClock, FakeStorage, FakeUnitOfWork
 from tests.fakes.inbound_email import FakeInboundDeliveries, FakeInboundRecipients
 
 DOMAIN = InboundEmailDomain("In.Example.Test")
@@ -48,16 +48,24 @@ def deliveries() -> FakeInboundDeliveries:
 
 @pytest.fixture
 def ingest(world, deliveries) -> IngestInboundEmail:
-    world.uow = FakeUnitOfWork(world.files, world.kbs, world.jobs, deliveries)
-    associate = AssociateFile(world.kbs, world.files, world.jobs, world.uow, world.storage, MAX)
+    world.uow = FakeUnitOfWork(world.files, world.kbs, world.jobs, deliveries, world.uploads)
+    return ingesting(world, deliveries, world.storage)
+
+
+def ingesting(world, deliveries, storage) -> IngestInboundEmail:
+    associate = AssociateFile(
+        world.kbs, world.files, world.uploads, world.jobs, world.uow, storage, MAX
+    )
     return IngestInboundEmail(
         world.kbs,
         world.files,
         deliveries,
         associate,
-        world.storage,
+        storage,
         world.uow,
         UploadPolicy(max_size=MAX),
+        world.uploads,
+        FakeClock(),
     )
 
 
@@ -217,17 +225,8 @@ class FailingSecondPut(FakeStorage):
 async def test_a_failure_midway_stores_and_creates_nothing(world, caller, deliveries):
     kb_id = await mail_kb(world, caller)
     storage = FailingSecondPut()
-    world.uow = FakeUnitOfWork(world.files, world.kbs, world.jobs, deliveries)
-    associate = AssociateFile(world.kbs, world.files, world.jobs, world.uow, storage, MAX)
-    ingest = IngestInboundEmail(
-        world.kbs,
-        world.files,
-        deliveries,
-        associate,
-        storage,
-        world.uow,
-        UploadPolicy(max_size=MAX),
-    )
+    world.uow = FakeUnitOfWork(world.files, world.kbs, world.jobs, deliveries, world.uploads)
+    ingest = ingesting(world, deliveries, storage)
     with pytest.raises(OSError, match="storage unavailable"):
         await ingest.execute(IngestInboundEmailCommand(caller=caller, kb_id=kb_id, email=email()))
     assert storage.objects == {}

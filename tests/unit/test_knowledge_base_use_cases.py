@@ -20,6 +20,7 @@ from domain.errors import Invalid, NotFound
 from domain.files import NewFile
 from domain.identity import Caller
 from domain.knowledge_bases import KnowledgeBaseStatus
+from tests.fakes import FakeClock
 from tests.unit.conftest import World
 
 
@@ -182,7 +183,9 @@ async def test_delete_removes_rows_then_objects_and_reports_leftovers(world, cal
         await add_file(world, caller, kb_id, file_id)
         world.storage.objects[f"orgs/org_a/files/{file_id}/a.pdf"] = b"%PDF"
     world.storage.failing_prefixes.add(f"orgs/org_a/files/{broken}/")
-    use_case = DeleteKnowledgeBase(world.kbs, world.files, world.storage, world.uow)
+    use_case = DeleteKnowledgeBase(
+        world.kbs, world.files, world.storage, world.uow, world.uploads, world.jobs, FakeClock()
+    )
     report = await use_case.execute(DeleteKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id))
     assert report.files_removed == 2
     assert report.leftover_prefixes == [f"orgs/org_a/files/{broken}/"]
@@ -192,7 +195,9 @@ async def test_delete_removes_rows_then_objects_and_reports_leftovers(world, cal
 
 async def test_delete_of_a_foreign_knowledge_base_is_not_found(world, caller, stranger):
     kb_id = await create(world, caller)
-    use_case = DeleteKnowledgeBase(world.kbs, world.files, world.storage, world.uow)
+    use_case = DeleteKnowledgeBase(
+        world.kbs, world.files, world.storage, world.uow, world.uploads, world.jobs, FakeClock()
+    )
     with pytest.raises(NotFound):
         await use_case.execute(DeleteKnowledgeBaseCommand.parse(caller=stranger, kb_id=kb_id))
     assert kb_id in world.kbs.rows

@@ -61,8 +61,9 @@ async def setup(
     kb_id = await create(world, caller, **kb_fields)
     upload = command(caller, kb_id=kb_id, file_size=len(TEXT))
     await world.storage.put(upload.file.file_key, TEXT, content_type=upload.file.content_type)
+    world.uploads.issue(caller.org_id, upload.file.file_id, upload.file.file_key)
     record = await AssociateFile(
-        world.kbs, world.files, world.jobs, world.uow, world.storage
+        world.kbs, world.files, world.uploads, world.jobs, world.uow, world.storage
     ).execute(upload)
     parts = world.parts = FakeEmbeddingParts(chunks)
     uow = FakeUnitOfWork(world.files, world.kbs, chunks, parts, world.jobs)

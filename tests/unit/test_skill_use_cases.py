@@ -25,7 +25,7 @@ from application.use_cases.soft_delete_skill import SoftDeleteSkill, SoftDeleteS
 from application.use_cases.update_skill import UpdateSkill, UpdateSkillCommand
 from domain.errors import Conflict, Invalid, NotFound, PayloadTooLarge
 from domain.identity import Caller
-from domain.skills import SkillLimits
+from domain.skills import SkillFile, SkillLimits, skill_file_key
 from tests.fakes import FakeUnitOfWork
 from tests.fakes.basics import FakeClock, FakeStorage
 from tests.fakes.members import FakeAuditLog
@@ -146,6 +146,59 @@ async def test_a_record_whose_object_is_already_gone_is_still_deleted(w):
     assert await w.skills.get_file("org_a", sid, "a.txt") is None
 
 
+class CommitFails(FakeUnitOfWork):
+    """A unit of work whose commit fails (the database rolls the transaction back)."""
+
+    async def commit(self) -> None:
+        await self.rollback()
+        raise ConnectionError("the commit failed")
+
+
+async def read_file(w: World, skill_id: int, path: str) -> bytes:
+    read = await GetSkillFile(w.skills, w.storage).execute(
+        GetSkillFileQuery.parse(caller=ALICE, skill_id=skill_id, path=path)
+    )
+    return read.data
+
+
+async def test_a_replacement_goes_to_a_new_key_and_the_old_object_goes_after_the_commit(w):
+    sid = await w.create()
+    await w.add_file(sid, "a.txt", b"one")
+    first = await w.skills.get_file("org_a", sid, "a.txt")
+    await w.add_file(sid, "a.txt", b"two")
+    second = await w.skills.get_file("org_a", sid, "a.txt")
+    assert first.storage_key != second.storage_key
+    assert w.storage.objects == {second.storage_key: b"two"}
+    assert await read_file(w, sid, "a.txt") == b"two"
+
+
+async def test_a_replacement_whose_commit_fails_keeps_the_old_bytes_and_leaves_no_object(w):
+    sid = await w.create()
+    await w.add_file(sid, "a.txt", b"one")
+    before = dict(w.storage.objects)
+    failing = CommitFails(w.skills)
+    with pytest.raises(ConnectionError):
+        await PutSkillFile(w.skills, w.storage, failing, w.clock, LIMITS).execute(
+            PutSkillFileCommand.parse(
+                caller=ALICE, skill_id=sid, path="a.txt", content=base64.b64encode(b"two").decode()
+            )
+        )
+    assert w.storage.objects == before
+    assert await read_file(w, sid, "a.txt") == b"one"
+
+
+async def test_a_file_stored_at_the_unversioned_key_is_read_and_replaced(w):
+    sid = await w.create()
+    legacy = skill_file_key("org_a", sid, "a.txt")
+    w.skills.files[(sid, "a.txt")] = SkillFile.stored(
+        "a.txt", b"old", content_type="text/plain", storage_key=legacy, at=w.clock.now()
+    )
+    w.storage.objects[legacy] = b"old"
+    assert await read_file(w, sid, "a.txt") == b"old"
+    await w.add_file(sid, "a.txt", b"new")
+    assert legacy not in w.storage.objects and await read_file(w, sid, "a.txt") == b"new"
+
+
 async def test_file_limits(w):
     sid = await w.create()
     with pytest.raises(PayloadTooLarge):
@@ -187,7 +240,7 @@ async def test_soft_deleted_and_foreign_skills_are_not_found(w):
         await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id=sid))
     with pytest.raises(NotFound, match="Skill not found"):
         await w.add_file(sid, "b.txt", b"x")
-    assert list(w.storage.objects) == [f"orgs/org_a/skills/{sid}/files/a.txt"]
+    assert list(w.storage.objects) == [skill_file_key("org_a", sid, "a.txt", version=2)]
     with pytest.raises(Invalid, match="Valid skill ID is required"):
         await delete.execute(SoftDeleteSkillCommand.parse(caller=ALICE, skill_id="x"))
 

@@ -43,7 +43,17 @@ def store(world, key, data=b"hello world", content_type="text/plain"):
 
 
 def use_case(world, max_size=BIG):
-    return AssociateFile(world.kbs, world.files, world.jobs, world.uow, world.storage, max_size)
+    for file_id in (X, Y):
+        world.uploads.issue("org_a", file_id, keys(file_id)[0])
+    return AssociateFile(
+        world.kbs, world.files, world.uploads, world.jobs, world.uow, world.storage, max_size
+    )
+
+
+def presigner(world):
+    return CreateUpload(
+        world.storage, world.uploads, world.uow, FakeClock(), UploadPolicy(max_size=1000)
+    )
 
 
 def field_of(error):
@@ -159,7 +169,7 @@ async def test_an_upper_case_file_id_matches_the_issued_lower_case_keys(world, c
     ],
 )
 async def test_presign_refuses_control_and_bidi_characters_in_names(world, caller, name):
-    presign = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
+    presign = presigner(world)
     with pytest.raises(Invalid) as error:
         await presign.execute(
             CreateUploadCommand.parse(caller=caller, file_name=name, content_type="text/plain")
@@ -168,7 +178,7 @@ async def test_presign_refuses_control_and_bidi_characters_in_names(world, calle
 
 
 async def test_presign_accepts_ordinary_unicode_names(world, caller):
-    presign = CreateUpload(world.storage, FakeClock(), UploadPolicy(max_size=1000))
+    presign = presigner(world)
     prepared = await presign.execute(
         CreateUploadCommand.parse(
             caller=caller, file_name=" Ünïcode 報告.pdf ", content_type="a/b", file_size=1

@@ -18,6 +18,7 @@ from domain.files import (
     NewFile,
     ProcessingStatus,
 )
+from domain.uploads import ALREADY_ASSOCIATED
 
 FILE_ORDER = (
     "id", "org_id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
@@ -112,7 +113,7 @@ class PgFileRepository:
             new.file_key, new.content_key, new.content_type, new.file_size, new.user_metadata,
         )  # fmt: skip
         if not rows:
-            raise Conflict("This file is already associated with a knowledge base")
+            raise Conflict(ALREADY_ASSOCIATED)
         return _file(rows[0])
 
     async def list_for_knowledge_base(self, org_id: str, kb_id: int) -> list[KnowledgeBaseFile]:

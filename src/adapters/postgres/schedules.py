@@ -20,10 +20,10 @@ RUN_COLUMNS = (
     "id, org_id, task_id, scheduled_for, status, thread_id, error, started_at, finished_at, "
     "created_at"
 )
-UPDATABLE = (
-    "agent_id", "name", "prompt", "cron", "timezone", "enabled", "next_run_at", "last_run_at",
-    "last_run_status",
-)  # fmt: skip
+UPDATABLE = ("agent_id", "name", "prompt", "cron", "timezone", "enabled", "next_run_at")
+SHOW_RUN = """
+    UPDATE scheduled_tasks SET last_run_at = $3, last_run_status = $4, updated_at = now()
+    WHERE org_id = $1 AND id = $2 AND (last_run_at IS NULL OR last_run_at <= $3)"""
 INSERT_TASK = f"""
     INSERT INTO scheduled_tasks (org_id, user_id, agent_id, name, prompt, cron, timezone,
         enabled, next_run_at)
@@ -115,6 +115,9 @@ class PgScheduledTaskRepository:
             sql, org_id, task_id, *(changes[name] for name in columns)
         )
         return _task(rows[0]) if rows else None
+
+    async def show_run(self, run: ScheduledRun, status: RunStatus) -> None:
+        await self._db.execute(SHOW_RUN, run.org_id, run.task_id, run.scheduled_for, status.value)
 
     async def delete(self, org_id: str, task_id: int) -> bool:
         return bool(await self._db.fetch_in_transaction(DELETE_TASK, org_id, task_id))

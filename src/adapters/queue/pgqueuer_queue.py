@@ -24,6 +24,7 @@ class PgQueuerJobQueue:
             job.kind,
             json.dumps(job.payload, separators=(",", ":")).encode(),
             priority=job.priority,
+            execute_after=job.delay,
             dedupe_key=job.dedupe_key,
             on_conflict="skip",
         )

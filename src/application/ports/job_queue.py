@@ -1,18 +1,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import timedelta
 from typing import Protocol
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Job:
     """Work to do outside the request: a kind naming the handler and a JSON-able payload.
-    Jobs of higher `priority` are taken first, then in the order they were queued."""
+    Jobs of higher `priority` are taken first, then in the order they were queued; a job with
+    a `delay` is taken no sooner than that long after its unit of work commits."""
 
     kind: str
     payload: dict[str, object] = field(default_factory=dict)
     dedupe_key: str | None = None
     priority: int = 0
+    delay: timedelta | None = None
 
 
 PART_PRIORITY = 1
@@ -26,6 +29,7 @@ EMBED_FILE_PART = "file.embed"
 REEMBED_KNOWLEDGE_BASE = "kb.reembed"
 GENERATE_TITLE = "chat.title"
 RUN_SCHEDULED_TASK = "task.run"
+PURGE_DELETED_UPLOAD = "upload.purge"
 
 
 def process_file_job(org_id: str, file_record_id: int) -> Job:
@@ -62,6 +66,17 @@ def scheduled_run_job(org_id: str, run_id: str) -> Job:
         kind=RUN_SCHEDULED_TASK,
         payload={"orgId": org_id, "runId": run_id},
         dedupe_key=f"{RUN_SCHEDULED_TASK}:{run_id}",
+    )
+
+
+def purge_deleted_upload_job(org_id: str, file_id: str, delay: timedelta) -> Job:
+    """The job that empties a deleted file's folder once its upload address can no longer
+    store anything (`delay` from now)."""
+    return Job(
+        kind=PURGE_DELETED_UPLOAD,
+        payload={"orgId": org_id, "fileId": file_id},
+        dedupe_key=f"{PURGE_DELETED_UPLOAD}:{file_id}",
+        delay=delay,
     )
 
 

@@ -29,7 +29,13 @@ class ScheduledTaskRepository(Protocol):
         self, org_id: str, task_id: int, changes: Mapping[str, Any]
     ) -> ScheduledTask | None:
         """Change the named columns (`agent_id`, `name`, `prompt`, `cron`, `timezone`,
-        `enabled`, `next_run_at`, `last_run_at`, `last_run_status`)."""
+        `enabled`, `next_run_at`); the last run's columns follow `show_run`."""
+        ...
+
+    async def show_run(self, run: ScheduledRun, status: RunStatus) -> None:
+        """Show `run`, now `status`, as its task's last run: `last_run_at` becomes the run's
+        `scheduled_for` and `last_run_status` `status`, together, unless the task already shows
+        a run scheduled for later (an older run ending after a newer one was recorded)."""
         ...
 
     async def delete(self, org_id: str, task_id: int) -> bool:

@@ -3,15 +3,24 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from application.ports.file_repository import FileRepository
+from application.ports.issued_uploads import IssuedUploadRepository
 from application.ports.job_queue import JobQueue, process_file_job
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.unit_of_work import UnitOfWork
-from domain.errors import Invalid, NotFound, field_error
-from domain.files import KnowledgeBaseFile, NewFile, check_upload_size
+from domain.errors import Conflict, Invalid, NotFound, field_error
+from domain.files import KnowledgeBaseFile, NewFile, check_upload_size, file_folder
 from domain.identity import Caller
 from domain.knowledge_bases import KB_NOT_FOUND
-from domain.uploads import DEFAULT_MAX_UPLOAD_SIZE, NOT_UPLOADED, essence
+from domain.uploads import (
+    ALREADY_ASSOCIATED,
+    DEFAULT_MAX_UPLOAD_SIZE,
+    NOT_UPLOADED,
+    UPLOAD_FILE_DELETED,
+    UPLOAD_NOT_ISSUED,
+    UploadState,
+    essence,
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -35,13 +44,18 @@ class AssociateFile:
     4. A declared fileSize is within the upload limit (400 otherwise).
     5. The knowledge base exists in the caller's organization, else 404 "Knowledge base not
        found" (a foreign one looks missing).
-    6. With a storage (always, when wired): the original has been uploaded (400 on fileKey
+    6. The upload was issued by `CreateUpload` for this fileId and fileKey (400 on fileKey
+       otherwise). One whose file was deleted is 409 "The file this upload was issued for has
+       been deleted", and what a replay of its address stored is removed; one already
+       associated is 409 "This file is already associated with a knowledge base".
+    7. With a storage (always, when wired): the original has been uploaded (400 on fileKey
        otherwise); its real size equals the declared fileSize (400 on fileSize; an absent
        fileSize becomes the real size) and is within the upload limit; its content type,
        where storage records one, is the declared contentType (400 on contentType).
-    7. A file id is associated at most once in an organization (409).
-    The record is created in `parsing` and the processing job is queued in the same
-    transaction, so there is never a record without its job or a job without its record.
+    8. A file id is associated at most once in an organization (409).
+    The record is created in `parsing`, the upload marked associated and the processing job
+    queued in the same transaction, so there is never a record without its job or a job
+    without its record.
     `associate` does all of it but the commit, for a use case that adds several files in one
     transaction (inbound e-mail).
     """
@@ -50,6 +64,7 @@ class AssociateFile:
         self,
         knowledge_bases: KnowledgeBaseRepository,
         files: FileRepository,
+        uploads: IssuedUploadRepository,
         jobs: JobQueue,
         uow: UnitOfWork,
         storage: ObjectStorage,
@@ -57,6 +72,7 @@ class AssociateFile:
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._files = files
+        self._uploads = uploads
         self._jobs = jobs
         self._uow = uow
         self._max_upload_size = max_upload_size
@@ -77,10 +93,25 @@ class AssociateFile:
             is None
         ):
             raise NotFound(KB_NOT_FOUND)
+        await self._check_issued(new)
         new = await self._check_stored(new)
         record = await self._files.add(new)
+        await self._uploads.set_state(new.org_id, [new.file_id], UploadState.ASSOCIATED)
         await self._jobs.enqueue(process_file_job(new.org_id, record.id))
         return record
+
+    async def _check_issued(self, new: NewFile) -> None:
+        issued = await self._uploads.get(new.org_id, new.file_id, for_update=True)
+        if issued is None or issued.file_key != new.file_key:
+            raise Invalid(
+                UPLOAD_NOT_ISSUED, [field_error("fileKey", "no upload was issued for this key")]
+            )
+        if issued.state is UploadState.DELETED:
+            # What a replayed address stored after the deletion is named by no record.
+            await self._storage.delete_prefix(file_folder(new.org_id, new.file_id))
+            raise Conflict(UPLOAD_FILE_DELETED)
+        if issued.state is UploadState.ASSOCIATED:
+            raise Conflict(ALREADY_ASSOCIATED)
 
     async def _check_stored(self, new: NewFile) -> NewFile:
         stored = await self._storage.stat(new.file_key)

@@ -26,7 +26,8 @@ class ClaimScheduledTask:
     claim commits. The claim records the run for the occurrence (`scheduledFor` its time):
     `queued` with its job, or `skipped` while the task's previous run is queued or running;
     and moves `nextRunAt` to the first occurrence after now, in the same transaction, so
-    occurrences missed while nothing ran are caught up by this one run.
+    occurrences missed while nothing ran are caught up by this one run. The task shows the run
+    as its last (`lastRunAt` the occurrence's time).
     """
 
     def __init__(
@@ -53,14 +54,7 @@ class ClaimScheduledTask:
         run = await record_run(
             self._tasks, self._jobs, task, scheduled_for=task.next_run_at, now=now
         )
-        await self._tasks.update(
-            task.org_id,
-            task.id,
-            {
-                "next_run_at": self._cron.next_occurrence(task.cron, task.timezone, now),
-                "last_run_at": task.next_run_at,
-                "last_run_status": run.status,
-            },
-        )
+        next_run_at = self._cron.next_occurrence(task.cron, task.timezone, now)
+        await self._tasks.update(task.org_id, task.id, {"next_run_at": next_run_at})
         await self._uow.commit()
         return run

@@ -5,7 +5,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from application.ports.clock import Clock
+from application.ports.issued_uploads import IssuedUploadRepository
 from application.ports.object_storage import ObjectStorage, SignedUpload
+from application.ports.unit_of_work import UnitOfWork
 from domain.errors import Invalid, field_error
 from domain.files import (
     check_upload_size,
@@ -16,7 +18,7 @@ from domain.files import (
 )
 from domain.identity import Caller
 from domain.text import required
-from domain.uploads import UploadPolicy
+from domain.uploads import IssuedUpload, UploadPolicy
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -63,12 +65,22 @@ class CreateUpload:
     size is refused at upload time (S3 signs Content-Length). A new file id is generated; the keys
     are derived from it: `orgs/<org>/files/<fileId>/<safe name>` and `.../content.md`
     (`AssociateFile` derives them again and accepts no other); the address expires after the
-    policy's time to live and accepts one upload. Nothing is written to the database: the stored
-    object itself is what association checks.
+    policy's time to live and accepts one upload. The upload is recorded as issued (its file id,
+    key, content type and expiry) and committed: the upload endpoint and `AssociateFile` accept
+    only a recorded upload whose file was neither associated nor deleted since.
     """
 
-    def __init__(self, storage: ObjectStorage, clock: Clock, policy: UploadPolicy) -> None:
+    def __init__(
+        self,
+        storage: ObjectStorage,
+        uploads: IssuedUploadRepository,
+        uow: UnitOfWork,
+        clock: Clock,
+        policy: UploadPolicy,
+    ) -> None:
         self._storage = storage
+        self._uploads = uploads
+        self._uow = uow
         self._clock = clock
         self._policy = policy
 
@@ -83,6 +95,16 @@ class CreateUpload:
             size=size,
             expires_at=expires_at,
         )
+        await self._uploads.add(
+            IssuedUpload(
+                org_id=command.caller.org_id,
+                file_id=file_id,
+                file_key=file_key,
+                content_type=command.content_type,
+                expires_at=expires_at,
+            )
+        )
+        await self._uow.commit()
         return PreparedUpload(
             file_id=file_id,
             file_key=file_key,

@@ -2,7 +2,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from application.files import close_uploads
+from application.ports.clock import Clock
 from application.ports.file_repository import FileRepository
+from application.ports.issued_uploads import IssuedUploadRepository
+from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.unit_of_work import UnitOfWork
@@ -35,8 +39,9 @@ class DeleteKnowledgeBase:
     """Delete a knowledge base of the caller's organization with its files and their objects.
 
     Rules: the database rows go first, in one transaction, so a failure leaves the knowledge
-    base whole; the stored objects (originals, text, page images) are removed after the commit,
-    and any folder that could not be removed is reported rather than failing the deletion.
+    base whole; the files' uploads are marked deleted in it (`close_uploads`); the stored
+    objects (originals, text, page images) are removed after the commit, and any folder that
+    could not be removed is reported rather than failing the deletion.
     """
 
     def __init__(
@@ -45,11 +50,17 @@ class DeleteKnowledgeBase:
         files: FileRepository,
         storage: ObjectStorage,
         uow: UnitOfWork,
+        uploads: IssuedUploadRepository,
+        jobs: JobQueue,
+        clock: Clock,
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._files = files
         self._storage = storage
         self._uow = uow
+        self._uploads = uploads
+        self._jobs = jobs
+        self._clock = clock
 
     async def execute(self, command: DeleteKnowledgeBaseCommand) -> DeletionReport:
         kb_id, org_id = command.kb_id, command.caller.org_id
@@ -58,6 +69,8 @@ class DeleteKnowledgeBase:
             raise NotFound(KB_NOT_FOUND)
         files = await self._files.list_for_knowledge_base(org_id, kb_id)
         await self._knowledge_bases.delete(org_id, kb_id)
+        file_ids = [f.file_id for f in files]
+        await close_uploads(self._uploads, self._jobs, org_id, file_ids, self._clock.now())
         await self._uow.commit()
         leftovers = await remove_folders(
             self._storage, [file_folder(org_id, f.file_id) for f in files]

@@ -47,7 +47,8 @@ class StartScheduledRun:
     the task's name: spend caps apply, and a refusal ends the run `failed` with the reason. The
     run keeps the conversation's id. A job retried after its worker died mid-run does not send
     the prompt again: it finishes with the answer already started. The task's `lastRunStatus`
-    follows the run.
+    follows the run, with `lastRunAt` the run's `scheduledFor`, unless a later run was recorded
+    since.
     """
 
     def __init__(
@@ -82,7 +83,7 @@ class StartScheduledRun:
         await self._tasks.update_run(
             org_id, run.id, status=RunStatus.RUNNING, started_at=self._clock.now()
         )
-        await self._tasks.update(org_id, run.task_id, {"last_run_status": RunStatus.RUNNING})
+        await self._tasks.show_run(run, RunStatus.RUNNING)
         caller = Caller(user_id=task.user_id, org_id=org_id)
         message = [{"role": "user", "parts": [{"type": "text", "text": task.prompt}]}]
         try:
@@ -164,6 +165,6 @@ async def end_run(
     """End `run`: `succeeded` without an error, `failed` with one; the task follows."""
     status = RunStatus.FAILED if error else RunStatus.SUCCEEDED
     await tasks.update_run(run.org_id, run.id, status=status, error=error, finished_at=clock.now())
-    await tasks.update(run.org_id, run.task_id, {"last_run_status": status})
+    await tasks.show_run(run, status)
     await uow.commit()
     return status

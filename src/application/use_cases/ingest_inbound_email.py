@@ -3,8 +3,10 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+from application.ports.clock import Clock
 from application.ports.file_repository import FileRepository
 from application.ports.inbound_deliveries import InboundDeliveries
+from application.ports.issued_uploads import IssuedUploadRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.unit_of_work import UnitOfWork
@@ -26,7 +28,7 @@ from domain.inbound_email import (
     message_key,
 )
 from domain.knowledge_bases import EMAIL_SOURCE
-from domain.uploads import UploadPolicy
+from domain.uploads import IssuedUpload, UploadPolicy
 
 MAX_FILES = 100
 FALLBACK_TYPE = "application/octet-stream"
@@ -70,9 +72,10 @@ class IngestInboundEmail:
        one whose every part was skipped is 400 naming them; either way nothing is created.
     3. Files take the upload path: stored under the keys an upload of that name would get
        (`orgs/<org>/files/<fileId>/<safe name>`, `.../content.md`), then associated by
-       `AssociateFile` with all of its rules, so each is created `parsing` with its
-       processing job. Every file carries `userMetadata` {emailId, emailSubject, emailFrom,
-       emailDate, emailMessageId}.
+       `AssociateFile` with all of its rules (each recorded as an upload issued here, with
+       no address to replay), so each is created `parsing` with its processing job. Every
+       file carries `userMetadata` {emailId, emailSubject, emailFrom, emailDate,
+       emailMessageId}.
     4. A message is received once per knowledge base, keyed by its Message-ID (by its digest
        when it has none): a redelivery answers the first delivery's files and adds nothing,
        also when two deliveries race.
@@ -88,6 +91,8 @@ class IngestInboundEmail:
         storage: ObjectStorage,
         uow: UnitOfWork,
         policy: UploadPolicy,
+        issued: IssuedUploadRepository,
+        clock: Clock,
     ) -> None:
         self._knowledge_bases = knowledge_bases
         self._files = files
@@ -96,6 +101,8 @@ class IngestInboundEmail:
         self._storage = storage
         self._uow = uow
         self._max_size = policy.max_size
+        self._issued = issued
+        self._clock = clock
 
     async def execute(self, command: IngestInboundEmailCommand) -> IngestedEmail:
         org_id = command.caller.org_id
@@ -122,6 +129,12 @@ class IngestInboundEmail:
                 file_key, content_key = storage_keys(org_id, file_id, upload.file_name)
                 stored.append(file_folder(org_id, file_id))
                 await self._storage.put(file_key, upload.data, content_type=upload.content_type)
+                await self._issued.add(
+                    IssuedUpload(
+                        org_id=org_id, file_id=file_id, file_key=file_key,
+                        content_type=upload.content_type, expires_at=self._clock.now(),
+                    )
+                )  # fmt: skip
                 records.append(
                     await self._associate.associate(
                         AssociateFileCommand.parse(

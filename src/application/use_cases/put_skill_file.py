@@ -58,10 +58,15 @@ class PutSkillFile:
 
     Rules: any member may. The skill id names an active skill (404 otherwise). The bytes are at
     most the per-file limit (413), and the skill stays within its limits of files and bytes in
-    all (413); a file and a folder of the skill may not share a name (400). The bytes go to
-    storage under the organization's prefix before the record is written, so a record never
-    names bytes that are not stored; the skill's version rises by one unless the same bytes
-    and type were already there.
+    all (413); a file and a folder of the skill may not share a name (400). The skill's version
+    rises by one unless the same bytes and type were already there.
+
+    The bytes go to a new key of their own (the skill's new version's folder, under the
+    organization's prefix) before the record is switched to it in the transaction, so a record
+    never names bytes that are not stored and a replacement never touches the bytes the
+    committed record names: when the write of the record or its commit fails, the new object is
+    deleted and the old record still reads the old bytes; once committed, the replaced object is
+    deleted (one left behind by a storage failure is named by no record).
     """
 
     def __init__(
@@ -86,7 +91,7 @@ class PutSkillFile:
             raise PayloadTooLarge(f"A skill file may be at most {limits.max_file_bytes} bytes")
         skill = await active_skill(self._skills, org_id, command.skill_id, lock=True)
         files = {f.path: f for f in await self._skills.list_files(org_id, skill.id)}
-        key = skill_file_key(org_id, skill.id, path)
+        key = skill_file_key(org_id, skill.id, path, version=skill.version + 1)
         new = SkillFile.stored(
             path, data, content_type=content_type, storage_key=key, at=self._clock.now()
         )
@@ -107,6 +112,22 @@ class PutSkillFile:
         if total > limits.max_total_bytes:
             raise PayloadTooLarge(f"A skill may hold at most {limits.max_total_bytes} bytes")
         await self._storage.put(key, data, content_type=content_type)
-        record = await self._skills.put_file(org_id, skill.id, new)
-        await self._uow.commit()
+        try:
+            record = await self._skills.put_file(org_id, skill.id, new)
+            await self._uow.commit()
+        except Exception:
+            await _discard(self._storage, key)
+            raise
+        replaced = current.storage_key if current is not None else None
+        if replaced is not None and replaced != key:
+            await _discard(self._storage, replaced)
         return record
+
+
+async def _discard(storage: ObjectStorage, key: str) -> None:
+    """Delete an object no committed record names; a failure leaves it behind (unnamed,
+    harmless) rather than failing a request whose outcome is already decided."""
+    try:
+        await storage.delete(key)
+    except Exception:
+        return

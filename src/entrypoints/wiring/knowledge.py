@@ -13,17 +13,20 @@ from adapters.extraction.sandbox import SandboxedTextExtractor
 from adapters.postgres.chunks import PgChunkRepository
 from adapters.postgres.embedding_parts import PgEmbeddingParts
 from adapters.postgres.files import PgFileRepository
+from adapters.postgres.issued_uploads import PgIssuedUploadRepository
 from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from adapters.queue.pgqueuer_queue import PgQueuerJobQueue
 from application.ports.chunk_repository import ChunkRepository
 from application.ports.chunker import Chunker
 from application.ports.embedding_parts import EmbeddingParts
 from application.ports.file_repository import FileRepository
+from application.ports.issued_uploads import IssuedUploadRepository
 from application.ports.job_queue import JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.object_storage import ObjectStorage
 from application.ports.text_extractor import TextExtractor
 from application.ports.unit_of_work import UnitOfWork
+from application.use_cases.admit_upload import AdmitUpload
 from application.use_cases.associate_file import AssociateFile
 from application.use_cases.create_knowledge_base import CreateKnowledgeBase
 from application.use_cases.create_upload import CreateUpload
@@ -34,6 +37,7 @@ from application.use_cases.embed_file_part import EmbedFilePart
 from application.use_cases.list_files import ListFiles
 from application.use_cases.list_knowledge_bases import ListKnowledgeBases
 from application.use_cases.process_file import ProcessFile, ProcessingLimits
+from application.use_cases.purge_deleted_upload import PurgeDeletedUpload
 from application.use_cases.reembed_knowledge_base import ReembedKnowledgeBase
 from application.use_cases.reprocess_file import ReprocessFile
 from application.use_cases.search_knowledge_base import SearchKnowledgeBase
@@ -52,6 +56,7 @@ class KnowledgeProvider(Provider):
 
     knowledge_bases = provide(PgKnowledgeBaseRepository, provides=KnowledgeBaseRepository)
     files = provide(PgFileRepository, provides=FileRepository)
+    uploads = provide(PgIssuedUploadRepository, provides=IssuedUploadRepository)
     chunks = provide(PgChunkRepository, provides=ChunkRepository)
     embedding_parts = provide(PgEmbeddingParts, provides=EmbeddingParts)
     jobs = provide(PgQueuerJobQueue, provides=JobQueue)
@@ -64,6 +69,8 @@ class KnowledgeProvider(Provider):
         ListFiles,
         DeleteFile,
         CreateUpload,
+        AdmitUpload,
+        PurgeDeletedUpload,
         DownloadFile,
         ProcessFile,
         EmbedFilePart,
@@ -109,9 +116,10 @@ class KnowledgeProvider(Provider):
         self,
         kbs: KnowledgeBaseRepository,
         files: FileRepository,
+        uploads: IssuedUploadRepository,
         jobs: JobQueue,
         uow: UnitOfWork,
         storage: ObjectStorage,
         settings: Settings,
     ) -> AssociateFile:
-        return AssociateFile(kbs, files, jobs, uow, storage, settings.max_upload_size)
+        return AssociateFile(kbs, files, uploads, jobs, uow, storage, settings.max_upload_size)

@@ -45,12 +45,14 @@ from .schedules import RUN_STATUSES, ScheduledRunModel, ScheduledTaskModel
 from .skills import SkillFileModel, SkillModel
 from .spend import OrgSettingsModel, SpendReservationModel, UsageDailyModel
 from .tenancy import MembershipModel, OrganizationModel
+from .uploads import UPLOAD_STATES, IssuedUploadModel
 
 __all__ = [
     "INVITATION_STATUSES",
     "NAMING_CONVENTION",
     "PROCESSING_STATUSES",
     "RUN_STATUSES",
+    "UPLOAD_STATES",
     "AgentKnowledgeBaseModel",
     "AgentModel",
     "AgentTagLinkModel",
@@ -65,6 +67,7 @@ __all__ = [
     "EmbeddingPartModel",
     "InboundEmailModel",
     "InvitationModel",
+    "IssuedUploadModel",
     "JobRunModel",
     "KnowledgeBaseFileModel",
     "KnowledgeBaseModel",

@@ -1,6 +1,7 @@
 """Upload step 1 (`POST /upload/presigned`) and, for local-disk storage, step 2: the signed
-`PUT /storage/{key}` itself (used once: a second PUT to a key already uploaded is 409), and
-the signed `GET /storage/{key}` that `GET /kb/files/download` redirects to."""
+`PUT /storage/{key}` itself (used once: a second PUT to a key already uploaded is 409, and so is
+one whose file was associated or deleted since, `AdmitUpload`), and the signed
+`GET /storage/{key}` that `GET /kb/files/download` redirects to."""
 
 from __future__ import annotations
 
@@ -15,15 +16,19 @@ from litestar.response import File
 from adapters.storage.disposition import attachment
 from adapters.storage.local_disk import UPLOAD_PATH, LocalDiskStorage
 from application.ports.clock import Clock
+from application.use_cases.admit_upload import AdmitUpload, AdmitUploadCommand
 from application.use_cases.create_upload import CreateUpload, CreateUploadCommand
-from domain.errors import Invalid
-from domain.identity import Caller
+from domain.errors import Forbidden, Invalid
+from domain.identity import Caller, Identity
+from domain.uploads import UPLOAD_NOT_ISSUED, upload_key_owner
 from entrypoints.http.injection import inject
 from entrypoints.http.knowledge_base_schemas import PresignBody, PresignResponse, UploadReceipt
 from entrypoints.http.openapi import errors
 from entrypoints.http.schemas import command
+from entrypoints.wiring import OrgScopes
 
 _LENGTH = re.compile(r"[0-9]{1,19}")
+UPLOADER = "system:upload"
 
 
 @post(
@@ -47,6 +52,8 @@ async def presign_upload(
     request_max_body_size=None,
     responses=errors(400, 403, 409, 413),
     summary="Send a file's bytes to a signed address (upload step 2, local-disk storage)",
+    description="Refused with 409 once the address was used, or once its file was associated "
+    "with a knowledge base or deleted; with 403 for a bad, expired or unissued signature.",
     security=[],
 )
 @inject
@@ -55,6 +62,7 @@ async def receive_upload(
     key: FromPath[str],
     storage: FromDishka[LocalDiskStorage],
     clock: FromDishka[Clock],
+    scopes: FromDishka[OrgScopes],
 ) -> Response[UploadReceipt]:
     key = key.lstrip("/")
     query = request.query_params
@@ -67,6 +75,14 @@ async def receive_upload(
         sent_content_type=request.headers.get("content-type"),
         now=clock.now(),
     )
+    owner = upload_key_owner(key)
+    if owner is None:
+        raise Forbidden(UPLOAD_NOT_ISSUED)
+    org_id, file_id = owner
+    async with scopes.acting_as(Identity(user_id=UPLOADER, org_id=org_id)) as scope:
+        await (await scope.get(AdmitUpload)).execute(
+            AdmitUploadCommand(org_id=org_id, file_id=file_id, file_key=key)
+        )
     length = request.headers.get("content-length")
     if length is not None and not _LENGTH.fullmatch(length):
         raise Invalid("Invalid Content-Length")
