@@ -10,17 +10,22 @@ TORCH := torch==2.13.0
 
 .PHONY: serve test install lint worker bench fuzz constraints
 
+# The first install takes about 10 minutes on 2 cores, 5 of them compiling llama-cpp-python; each
+# step says what it does. Later runs reuse .venv (and the compiled wheel, kept in a wheelhouse).
 $(STAMP): pyproject.toml constraints.txt scripts/install-llama-cpp.sh
+	@echo "==> install 1/5: the virtual environment $(VENV) and pip"
 	test -x $(BIN)/python || $(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	# torch first, pinned.
+	@echo "==> install 2/5: torch (CPU build), pinned"
 	$(BIN)/pip install --quiet $(TORCH)
-	# llama-cpp-python built for any AVX2 CPU into a wheelhouse keyed by its flags (never -march=native).
+	@echo "==> install 3/5: llama-cpp-python, built for any AVX2 CPU (never -march=native)"
 	scripts/install-llama-cpp.sh $(BIN)/python
-	# Every other dependency at the version constraints.txt names (see `make constraints`).
+	@echo "==> install 4/5: every other dependency, at the versions constraints.txt names"
 	PIP_ONLY_BINARY=llama-cpp-python $(BIN)/pip install --quiet -c constraints.txt -e '.[local,embedded,dev]'
+	@echo "==> install 5/5: the llama.cpp build checked against this CPU"
 	$(BIN)/python -m adapters.local_model.cpu_features
 	touch $(STAMP)
+	@echo "==> installed"
 
 # The `ai` npm package whose own parser the stream tests run under Node (>= 18).
 $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
@@ -29,8 +34,11 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json
 
 install: $(STAMP)
 
+# `make serve PORT=8080` (or HOST=0.0.0.0) serves elsewhere; AP_PORT and AP_HOST work as well.
+# The server prints its address and how to get a token once it listens.
 serve: $(STAMP)
-	$(BIN)/agent-platform serve
+	@echo "==> serve: starting PostgreSQL (the embedded one unless AP_DATABASE_URL is set), migrating the schema, then HTTP"
+	$(BIN)/agent-platform serve$(if $(HOST), --host $(HOST))$(if $(PORT), --port $(PORT))
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests migrations bench

@@ -307,6 +307,49 @@ def test_a_wrong_command_line_would_be_caught():
     ]
 
 
+# ---- what the examples write and which ids they use
+
+# A file a shell line writes: `tee F`, `> F`, `curl -o F` or `-D F`.
+WRITES = re.compile(r"(?:\btee|\s-[oD]|\s>|^>)\s*(\"[^\"]+\"|[^\s|;)&]+)")
+
+
+def written(block: str) -> list[str]:
+    return [
+        target.strip('"')
+        for line in block.splitlines()
+        if not line.lstrip().startswith("#")
+        for target in WRITES.findall(line)
+    ]
+
+
+@pytest.mark.parametrize("path", DOCS, ids=name)
+def test_the_examples_write_their_files_in_a_temporary_folder(path: Path):
+    """The README's session runs in the repository's folder: what it writes goes to `$TMP`
+    (`mktemp -d`), never among the repository's files."""
+    stray = [f for block in page(path).code for f in written(block) if not f.startswith("$TMP/")]
+    assert not stray, f"{name(path)} writes into the current folder: {stray}"
+
+
+def test_the_cli_example_adds_the_file_to_the_knowledge_base_it_created():
+    """The README's `kb create` then `kb add-file --kb $KB`: $KB must be the id the CLI just
+    printed, not the one the curl session left in the shell."""
+    blocks = [b for b in page(ROOT / "README.md").code if "kb create" in b and "add-file" in b]
+    assert blocks
+    for block in blocks:
+        kb = re.search(r"add-file .*--kb \$(\w+)", block)
+        assert kb and re.search(rf"^{kb.group(1)}=\$\(.*kb create .*\)$", block, re.M), block
+
+
+def test_the_write_checks_would_catch_a_stray_file():
+    assert written("curl -s $API | tee kb.json") == ["kb.json"]
+    assert written('printf x > "$TMP/a.md"\ncurl -D headers.txt -o "$TMP/b"') == [
+        "$TMP/a.md",
+        "headers.txt",
+        "$TMP/b",
+    ]
+    assert written("# a comment > not a file\ncmd 2>&1 | grep x") == []
+
+
 # ---- endpoints against the OpenAPI document
 
 # The signed download address is left out of the document on purpose (`include_in_schema=False`
@@ -426,7 +469,7 @@ def test_every_ap_setting_the_docs_name_is_one_the_service_reads():
 
 # Top-level folders a path in the docs may start with, and the packages under src/ (a path
 # such as `application/metering.py` is read below src/).
-FOLDERS = {"src", "tests", "bench", "migrations", "scripts", "docs", ".ci"}
+FOLDERS = {"src", "tests", "bench", "migrations", "scripts", "docs", "examples", ".ci"}
 PACKAGES = {p.name for p in (ROOT / "src").iterdir() if (p / "__init__.py").exists()}
 FILE = re.compile(r"^[\w.-]+\.(py|sh|toml|ya?ml|txt|lock)$|^(Dockerfile|Makefile)$")
 # Files the docs tell the reader to create (`alembic revision` writes it).

@@ -44,6 +44,31 @@ def test_kb_commands_run_the_use_cases(cli_env, capsys, owner_engine, tmp_path):
     assert (code, out) == (0, "")
 
 
+def test_add_file_goes_to_the_knowledge_base_named_not_the_first(cli_env, capsys, tmp_path):
+    """The README's CLI example: `kb create` prints the new id, `add-file --kb` uses it."""
+    _, out, _ = run(capsys, "kb", "create", "--org", "org_cli", "--name", "First")
+    first = json.loads(out)["id"]
+    _, out, _ = run(capsys, "kb", "create", "--org", "org_cli", "--name", "Second")
+    second = json.loads(out)["id"]
+    document = tmp_path / "holidays.md"
+    document.write_text("# Holidays\n")
+    code, _, err = run(
+        capsys,
+        "kb",
+        "add-file",
+        str(document),
+        "--kb",
+        str(second),
+        "--org",
+        "org_cli",
+        "--no-wait",
+    )
+    assert code == 0, err
+    code, out, _ = run(capsys, "kb", "list", "--org", "org_cli")
+    files = {row.split("\t")[0]: row.split("\t")[2] for row in out.splitlines()}
+    assert files == {str(first): "0 file(s)", str(second): "1 file(s)"}
+
+
 def test_kb_create_with_source_email_gives_an_address_list_shows(cli_env, capsys, monkeypatch):
     code, _, err = run(
         capsys, "kb", "create", "--org", "org_cli", "--name", "Inbox", "--source", "email"

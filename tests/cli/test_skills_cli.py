@@ -200,3 +200,19 @@ def test_list_prints_one_line_per_skill_and_json_records(cli_env, capsys, tmp_pa
     assert records[0]["description"] == " ".join(long.split())
     code, out, _ = run(capsys, "skills", "list", "--org", "org_empty")
     assert (code, out) == (0, "")
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "skills"
+
+
+def test_the_example_skills_the_docs_use_import_whole(cli_env, capsys):
+    """docs/api.md imports `examples/skills` and its folders: each is a valid skill, named as
+    its folder, with every file bundled."""
+    code, _, err = run(capsys, "skills", "import", str(EXAMPLES), "--org", "org_s")
+    assert code == 0, err
+    skills = {skill["name"]: skill for skill in listed(capsys)}
+    assert set(skills) == {"expense-policy", "travel-booking"}
+    for name, skill in skills.items():
+        on_disk = [p for p in (EXAMPLES / name).rglob("*") if p.is_file()]
+        assert skill["fileCount"] == len(on_disk)
+        assert skill["description"] and skill["license"] == "CC0-1.0"

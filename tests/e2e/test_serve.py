@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import time
 
 import httpx
@@ -30,6 +32,8 @@ def test_serve_answers_and_stops_its_database_on_sigterm(tmp_path):
         {key: line.get(key) for key in ("method", "route", "status")} for line in requests
     ]
     assert all(line["request_id"] and line["timestamp"] for line in requests)
+    (ready,) = [line for line in lines if line.get("event") == "serve.ready"]
+    assert ready["url"] == server.base and " token --org " in ready["token_command"]
     time.sleep(1)
     leftovers = [
         p
@@ -37,3 +41,35 @@ def test_serve_answers_and_stops_its_database_on_sigterm(tmp_path):
         if p.info["name"] == "postgres" and str(tmp_path) in " ".join(p.info["cmdline"] or [])
     ]
     assert leftovers == []
+
+
+def test_serve_prints_its_address_and_how_to_get_a_token_once_it_listens(tmp_path):
+    server = Server(tmp_path / "data", {"AP_LOG_FORMAT": "console", "AP_LOG_LEVEL": "info"})
+    server.start(timeout=60)
+    try:
+        deadline = time.monotonic() + 10
+        while "is ready" not in server.output():
+            assert time.monotonic() < deadline, server.output()
+            time.sleep(0.2)
+        output = server.output()
+        banner = output[output.index("Agent Platform is ready") :].splitlines()
+        rows = [line.strip().split("  ", 1) for line in banner[1:4]]
+        assert [(label, value.strip()) for label, value in rows[:2]] == [
+            ("API", server.base),
+            ("API reference", f"{server.base}/schema"),
+        ]
+        label, command = rows[2][0], rows[2][1].strip()
+        assert label == "Get a token" and "agent-platform token --org " in command
+        # After uvicorn's own line: the banner comes once the socket is bound.
+        assert output.index("Uvicorn running on") < output.index("Agent Platform is ready")
+        assert "Console" not in output  # no console is served yet
+        # The command, run as printed in a shell with no AP_* setting, gives a token this
+        # server accepts.
+        env = {name: value for name, value in os.environ.items() if not name.startswith("AP_")}
+        token = subprocess.run(
+            command, shell=True, env=env, check=True, capture_output=True, text=True
+        ).stdout.strip()
+        answer = httpx.get(f"{server.base}/kb/manage", headers={"Authorization": f"Bearer {token}"})
+        assert answer.status_code == 200
+    finally:
+        server.stop()
