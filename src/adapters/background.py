@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from application.ports.background_tasks import CANCEL_REQUESTED
 
 log = logging.getLogger(__name__)
 SHUTTING_DOWN = "shutdown"
+# What a cut answer may take to store its ending and settle its usage.
+RECORD_SECONDS = 2.5
 
 
 class AsyncioBackgroundTasks:
@@ -54,10 +57,28 @@ class AsyncioBackgroundTasks:
     def running(self) -> int:
         return len(self._tasks)
 
-    async def shutdown(self, grace: float = 5.0) -> None:
+    async def drain(self, grace: float, hurry: asyncio.Event | None = None) -> None:
+        """Let the running tasks go on for at most `grace` seconds (until `hurry` is set, if
+        sooner), then cut the ones left (`shutdown`)."""
+        tasks = list(self._tasks.values())
+        if tasks and grace > 0:
+            waiting: list[asyncio.Future[Any]] = [asyncio.ensure_future(asyncio.wait(tasks))]
+            if hurry is not None:
+                waiting.append(asyncio.ensure_future(hurry.wait()))
+            _, pending = await asyncio.wait(
+                waiting, timeout=grace, return_when=asyncio.FIRST_COMPLETED
+            )
+            for waiter in pending:
+                waiter.cancel()
+        await self.shutdown()
+
+    async def shutdown(self, grace: float = RECORD_SECONDS) -> None:
         """Cancel what is still running and give each task `grace` seconds to record it."""
         tasks = list(self._tasks.values())
         for task in tasks:
-            task.cancel(SHUTTING_DOWN)
+            # A task cancelled already (by a cancel request, or by a drain before the app's
+            # own shutdown) is recording that; a second cancel would interrupt it.
+            if not task.cancelling():
+                task.cancel(SHUTTING_DOWN)
         if tasks:
             await asyncio.wait(tasks, timeout=grace)

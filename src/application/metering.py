@@ -28,24 +28,28 @@ from domain.spend import (
     estimated_tokens,
     worst_case_input_tokens,
 )
-from domain.usage import FREE, PriceList, UsageEntry, UsagePurpose
+from domain.usage import FREE, PendingCall, PriceList, UsageEntry, UsagePurpose
 
 log = logging.getLogger(__name__)
 
 # Longer than any model call is allowed to take: a reservation outliving its call only ever
 # makes the cap stricter, until it expires.
 RESERVATION_TTL = timedelta(minutes=15)
+# How many abandoned reservations one pass of the reaper settles.
+ABANDONED_BATCH = 500
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class MeteredCall:
-    """Who a model call is charged to, and why. `model` is `provider:model`."""
+    """Who a model call is charged to, and why. `model` is `provider:model`; `run_id` the chat
+    answer it is part of, if any."""
 
     org_id: str
     user_id: str | None
     thread_id: str | None
     purpose: UsagePurpose
     model: str
+    run_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,8 +82,10 @@ class SpendMeter:
     provider's token counts (or, when it reported none, an estimate at four characters a token,
     marked as such) and drops the reservation in one transaction; a call that failed before
     producing anything is released, not charged. A reservation a dead process leaves behind
-    expires after `RESERVATION_TTL`. Recording failures are logged, not raised: the model has
-    been paid for either way, and retrying the caller would call (and charge) it again.
+    stops counting against the caps after `RESERVATION_TTL`, and the reaper charges an estimate
+    of its call (`settle_abandoned`), so that no call goes unrecorded. Recording failures are
+    logged, not raised: the model has been paid for either way, and retrying the caller would
+    call (and charge) it again.
     """
 
     def __init__(
@@ -103,17 +109,28 @@ class SpendMeter:
         return input_tokens, output_tokens
 
     async def reserve(
-        self, call: MeteredCall, *, input_tokens: int, output_tokens: int
+        self, call: MeteredCall, *, input_tokens: int, output_tokens: int, prompt_tokens: int = 0
     ) -> Reservation:
-        """Reserve the cost of this many tokens; raises `SpendCapReached` when refused."""
+        """Reserve the cost of this many tokens; raises `SpendCapReached` when refused.
+        `prompt_tokens` (the prompt's estimate) is what the reaper charges if the call's
+        process dies before it settles."""
         reservation = Reservation(str(uuid.uuid4()), call)
         amount = self._prices.cost(call.model, input_tokens, output_tokens)
+        pending = PendingCall(
+            user_id=call.user_id,
+            thread_id=call.thread_id,
+            purpose=call.purpose,
+            model=call.model,
+            input_tokens=prompt_tokens,
+            run_id=call.run_id,
+        )
         breaches = await self._ledger.reserve(
             call.org_id,
             reservation.id,
             amount,
             ttl=self._ttl,
             periods=current_periods(self._clock.now()),
+            call=pending,
         )
         if breaches:
             raise SpendCapReached(breaches)
@@ -123,17 +140,31 @@ class SpendMeter:
         self, call: MeteredCall, request: ChatRequest, context_tokens: int
     ) -> Reservation:
         """Reserve the worst case of one chat request."""
+        texts = request_texts(request)
         input_tokens, output_tokens = self.worst_case(
-            call.model, request_texts(request), request.max_output_tokens, context_tokens
+            call.model, texts, request.max_output_tokens, context_tokens
         )
-        return await self.reserve(call, input_tokens=input_tokens, output_tokens=output_tokens)
+        return await self.reserve(
+            call,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            prompt_tokens=sum(estimated_tokens(text) for text in texts),
+        )
 
     async def resize(
-        self, reservation: Reservation, *, input_tokens: int, output_tokens: int
+        self,
+        reservation: Reservation,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        prompt_tokens: int | None = None,
     ) -> None:
-        """Set an admitted reservation to the call's real worst case, once it is known."""
+        """Set an admitted reservation to the call's real worst case (and, with
+        `prompt_tokens`, its prompt's estimate), once it is known."""
         amount = self._prices.cost(reservation.call.model, input_tokens, output_tokens)
-        await self._ledger.resize(reservation.call.org_id, reservation.id, amount)
+        await self._ledger.resize(
+            reservation.call.org_id, reservation.id, amount, prompt_tokens=prompt_tokens
+        )
 
     async def finish(
         self, reservation: Reservation, *, prompt: Sequence[str], answer: str, usage: Usage | None
@@ -177,6 +208,30 @@ class SpendMeter:
             await self._ledger.release(reservation.call.org_id, reservation.id)
         except Exception:
             log.warning("reservation %s could not be released", reservation.id, exc_info=True)
+
+    async def settle_abandoned(self, quiet: timedelta, limit: int = ABANDONED_BATCH) -> int:
+        """Charge the calls whose process died before they settled (the worker's reaper): the
+        prompt's estimate, and for a chat answer the text it stored, marked estimated; a
+        reservation that recorded no call is released. Returns how many were settled."""
+        settled = 0
+        for abandoned in await self._ledger.abandoned(quiet, limit):
+            pending = abandoned.call
+            if pending is None:
+                await self._ledger.release(abandoned.org_id, abandoned.reservation_id)
+                continue
+            call = MeteredCall(
+                org_id=abandoned.org_id,
+                user_id=pending.user_id,
+                thread_id=pending.thread_id,
+                purpose=pending.purpose,
+                model=pending.model,
+                run_id=pending.run_id,
+            )
+            output_tokens = -(-abandoned.output_chars // 4)
+            usage = Usage(input_tokens=pending.input_tokens, output_tokens=output_tokens)
+            await self.settle(Reservation(abandoned.reservation_id, call), usage, estimated=True)
+            settled += 1
+        return settled
 
     def scope(self, call: MeteredCall) -> ScopedMeter:
         """A `CallMeter` charging every call it meters to `call`'s organization and purpose."""
@@ -250,12 +305,14 @@ class _MeteredEmbedder:
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         worst = sum(len(text.encode("utf-8", "surrogatepass")) for text in texts)
-        reservation = await self._meter.reserve(self._call, input_tokens=worst, output_tokens=0)
+        tokens = sum(estimated_tokens(text) for text in texts)
+        reservation = await self._meter.reserve(
+            self._call, input_tokens=worst, output_tokens=0, prompt_tokens=tokens
+        )
         try:
             vectors = await self._inner.embed(texts)
         except BaseException:
             await self._meter.release(reservation)
             raise
-        tokens = sum(estimated_tokens(text) for text in texts)
         await self._meter.settle(reservation, Usage(tokens, 0), estimated=True)
         return vectors

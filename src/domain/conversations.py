@@ -95,7 +95,8 @@ class NewConversation:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredMessage:
     """A message of a conversation. `parts` use the chat message part vocabulary: `text`,
-    `file`, `source-document`, `tool-invocation`, `tool-result`."""
+    `file`, `source-document`, `tool-invocation`, `tool-result`, and `data-error` (why an answer
+    failed)."""
 
     id: str
     thread_id: str

@@ -75,3 +75,29 @@ class UsageEntry:
     output_tokens: int
     cost_usd: Decimal
     estimated: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PendingCall:
+    """A model call under way as its reservation records it: enough to charge an estimate of
+    it when the process making it dies before it settles. `input_tokens` is the prompt's
+    estimate; `run_id` the chat answer the call is part of, if any."""
+
+    user_id: str | None
+    thread_id: str | None
+    purpose: UsagePurpose
+    model: str
+    input_tokens: int
+    run_id: str | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AbandonedCall:
+    """A reservation whose call can no longer settle itself (its answer ended without it, or it
+    expired): `call` is None for a reservation that recorded no call, `output_chars` what text
+    the call's answer stored."""
+
+    reservation_id: str
+    org_id: str
+    call: PendingCall | None
+    output_chars: int

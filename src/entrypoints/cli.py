@@ -33,6 +33,7 @@ from domain.errors import DomainError
 from domain.files import KnowledgeBaseFile, ProcessingStatus
 from domain.identity import ADMIN_ROLE, Caller, Identity
 from domain.knowledge_bases import EMAIL_SOURCE, KB_NOT_FOUND, parse_kb_id
+from entrypoints.banner import when_listening
 from entrypoints.cli_skills import run_skills
 from entrypoints.cli_tasks import add_task_commands, run_tasks
 from entrypoints.config import ConfigError, Settings
@@ -162,8 +163,8 @@ def _token(settings: Settings, args: argparse.Namespace) -> int:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    from entrypoints.http.app import create_app
-    from entrypoints.http.server import BoundedHttpToolsProtocol
+    from entrypoints.http.app import create_litestar, served
+    from entrypoints.http.server import bounded_protocol
 
     overrides: dict[str, Any] = {}
     if args.host:
@@ -174,7 +175,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         settings = Settings(**{**_fields(settings), **overrides})
     database = resolve_database(settings)
     asyncio.run(migrate(database.owner_url))
-    app = create_app(settings, database)
+    app = create_litestar(settings, database)
     # Everything built at start-up lives as long as the process: keep it out of the cyclic
     # collector's scans, and collect young objects less often (listings allocate many).
     gc.collect()
@@ -183,17 +184,18 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM once it has shut down gracefully; exiting normally instead lets
     # the exit hooks run, which stop the embedded database.
     signal.signal(signal.SIGTERM, _exit_normally)
-    # httptools with a bound on each request's line and headers (431 past 64 KiB), which
-    # neither llhttp nor uvicorn sets for it.
+    # httptools with bounds on each request's head (431 past 64 KiB, 408 past
+    # AP_HEADER_TIMEOUT) and on open connections, which neither llhttp nor uvicorn sets.
     config = uvicorn.Config(
-        app,
+        served(app),
         host=settings.host,
         port=settings.port,
         log_config=None,
         access_log=False,
-        http=BoundedHttpToolsProtocol,
+        http=bounded_protocol(settings.header_timeout, settings.max_connections),
+        callback_notify=when_listening(settings, app),  # the ready banner, once it listens
     )
-    uvloop.run(serve_with_worker(uvicorn.Server(config), settings, database))
+    uvloop.run(serve_with_worker(config, settings, database, app.state.dishka_container))
     return 0
 
 

@@ -99,6 +99,11 @@ class Settings:
     default_chat_model: str = DEFAULT_CHAT_MODEL
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
     chat_timeout: int = 120
+    # `serve` on SIGTERM: how long running answers and jobs in hand may go on.
+    shutdown_grace: int = 20
+    # A connection whose request head is not complete this long after it began is closed.
+    header_timeout: int = 10
+    max_connections: int = 1000
     chat_max_output_tokens: int = 1024
     local_llm_threads: int = 2
     local_model_preload: bool = False
@@ -249,6 +254,9 @@ class Settings:
             ),
             model_prices=_prices("AP_MODEL_PRICES", text("AP_MODEL_PRICES"), problems),
             chat_timeout=integer("AP_CHAT_TIMEOUT", 120, 5, 3600),
+            shutdown_grace=integer("AP_SHUTDOWN_GRACE", 20, 0, 3600),
+            header_timeout=integer("AP_HEADER_TIMEOUT", 10, 1, 3600),
+            max_connections=integer("AP_MAX_CONNECTIONS", 1000, 1, 1_000_000),
             chat_max_output_tokens=integer("AP_CHAT_MAX_OUTPUT_TOKENS", 1024, 16, 65536),
             local_llm_threads=integer("AP_LOCAL_LLM_THREADS", 2, 1, 256),
             local_model_preload=(

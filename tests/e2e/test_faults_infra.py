@@ -41,7 +41,12 @@ from tests.http.chat_support import events
 from tests.http.helpers import association
 from tests.http.processing_support import EmbedderOverride
 from tests.http.test_worker_fault import status_of
-from tests.integration.test_chat_model_openai import ScriptedServer, sse_delta, sse_head
+from tests.integration.test_chat_model_openai import (
+    ScriptedServer,
+    on_a_thread,
+    sse_delta,
+    sse_head,
+)
 
 TERMINAL = ("completed", "parse_failed", "chunk_failed", "extract_failed")
 DOC = b"# Leave\n\nStaff receive thirty days of paid vacation each year.\n"
@@ -447,17 +452,8 @@ async def chat_once(client: AsyncTestClient, headers: dict[str, str], agent_id: 
 def provider() -> Iterator[ScriptedServer]:
     """The scripted provider on an event loop of its own: the test client holds the test's
     loop while it reads a streamed answer."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    server = ScriptedServer()
-    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
-    try:
+    with on_a_thread(ScriptedServer()) as server:
         yield server
-    finally:
-        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(10)
 
 
 async def test_an_openai_provider_failing_or_hanging_mid_stream(

@@ -26,7 +26,7 @@ from domain.chunks import SearchResult
 from domain.conversations import StreamStatus
 from domain.identity import Caller
 from domain.spend import CapPeriod, CapStatus, Period
-from domain.usage import PriceList, UsageEntry, UsagePurpose
+from domain.usage import AbandonedCall, PendingCall, PriceList, UsageEntry, UsagePurpose
 from tests.fakes.basics import FakeClock
 
 if TYPE_CHECKING:
@@ -194,6 +194,9 @@ class FakeUsageLedger:
         self.reserved: dict[str, Decimal] = {}
         self.settled: list[str] = []
         self.released: list[str] = []
+        self.calls: dict[str, tuple[str, PendingCall]] = {}
+        self.abandon: list[AbandonedCall] = []
+        """What `abandoned` returns (a test sets it)."""
 
     async def record(self, entry: UsageEntry, *, settles: str | None = None) -> None:
         self.entries.append(entry)
@@ -209,7 +212,9 @@ class FakeUsageLedger:
         *,
         ttl: timedelta,
         periods: Mapping[CapPeriod, Period],
+        call: PendingCall,
     ) -> list[CapStatus]:
+        self.calls[reservation_id] = (org_id, call)
         if not self.caps:
             return []
         committed = sum((e.cost_usd for e in self.entries if e.org_id == org_id), Decimal(0)) + sum(
@@ -224,13 +229,19 @@ class FakeUsageLedger:
             self.reserved[reservation_id] = amount
         return breaches
 
-    async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
+    async def resize(
+        self, org_id: str, reservation_id: str, amount: Decimal, *, prompt_tokens: int | None = None
+    ) -> None:
         if reservation_id in self.reserved:
             self.reserved[reservation_id] = amount
 
     async def release(self, org_id: str, reservation_id: str) -> None:
         self.reserved.pop(reservation_id, None)
         self.released.append(reservation_id)
+
+    async def abandoned(self, quiet: timedelta, limit: int) -> list[AbandonedCall]:
+        found, self.abandon = self.abandon[:limit], self.abandon[limit:]
+        return found
 
     async def spent(
         self, org_id: str, periods: Mapping[CapPeriod, Period]

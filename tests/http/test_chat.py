@@ -143,7 +143,10 @@ async def test_a_provider_failure_mid_stream_keeps_what_was_produced(chat, alice
     assert result["errors"] == []
     saved = await settled(chat, alice, response.headers["x-thread-id"])
     assert saved["streamStatus"] == "failed"
-    assert saved["messages"][-1]["parts"] == [{"type": "text", "text": "Half an "}]
+    assert saved["messages"][-1]["parts"] == [
+        {"type": "text", "text": "Half an "},
+        {"type": "data-error", "data": {"errorText": "The model did not answer in time."}},
+    ]
 
 
 async def test_a_running_answer_is_resumed_from_its_start(chat, alice, holder):

@@ -5,9 +5,11 @@ do on demand (stall, refuse connections, notice a client leaving)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+import threading
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
@@ -190,6 +192,22 @@ class ScriptedServer:
     async def stop(self) -> None:
         assert self.server is not None
         self.server.close()
+
+
+@contextlib.contextmanager
+def on_a_thread(server: ScriptedServer) -> Iterator[ScriptedServer]:
+    """`server` served from an event loop of its own, for tests whose own loop is busy (a test
+    client reading a stream) or that have none (a real `serve` driven over HTTP)."""
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(server.start(), loop).result(10)
+    try:
+        yield server
+    finally:
+        asyncio.run_coroutine_threadsafe(server.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
 
 
 def sse_head(status: str = "200 OK") -> bytes:

@@ -4,6 +4,7 @@ head over 64 KiB with 431 before the app runs, on a real socket (issue 12)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 from typing import Any
@@ -39,14 +40,14 @@ class App:
         await send({"type": "http.response.body", "body": body})
 
 
-@pytest.fixture
-async def served(unused_tcp_port) -> AsyncIterator[tuple[App, int]]:
-    app = App()
+@contextlib.asynccontextmanager
+async def serving(app: Any, port: int, protocol: type) -> AsyncIterator[None]:
+    """uvicorn serving `app` on `port` with the HTTP `protocol`, until the block ends."""
     config = uvicorn.Config(
         app,
         host="127.0.0.1",
-        port=unused_tcp_port,
-        http=Recording,
+        port=port,
+        http=protocol,
         lifespan="off",
         log_config=None,
         access_log=False,
@@ -55,10 +56,19 @@ async def served(unused_tcp_port) -> AsyncIterator[tuple[App, int]]:
     task = asyncio.create_task(server.serve())
     while not server.started:  # noqa: ASYNC110 (uvicorn offers no event to wait on)
         await asyncio.sleep(0.01)
-    Recording.refused_at.clear()
-    yield app, unused_tcp_port
-    server.should_exit = True
-    await task
+    try:
+        yield
+    finally:
+        server.should_exit = True
+        await task
+
+
+@pytest.fixture
+async def served(unused_tcp_port) -> AsyncIterator[tuple[App, int]]:
+    app = App()
+    async with serving(app, unused_tcp_port, Recording):
+        Recording.refused_at.clear()
+        yield app, unused_tcp_port
 
 
 async def read_response(reader: asyncio.StreamReader) -> tuple[int, dict[str, str], bytes]:

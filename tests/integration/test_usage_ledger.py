@@ -15,7 +15,7 @@ from sqlalchemy import text
 from adapters.postgres.database import FairGate, create_pool
 from adapters.postgres.usage import PgUsageLedger
 from domain.spend import CapPeriod, Period, current_periods
-from domain.usage import UsageEntry, UsagePurpose
+from domain.usage import PendingCall, UsageEntry, UsagePurpose
 
 pytestmark = pytest.mark.usefixtures("clean")
 TTL = timedelta(minutes=15)
@@ -64,10 +64,15 @@ async def reserve(
     amount: Decimal,
     ttl: timedelta = TTL,
     reservation_id: str | None = None,
+    call: PendingCall | None = None,
 ) -> list:
+    call = call or PendingCall(
+        user_id="user_1", thread_id=None, purpose=UsagePurpose.TITLE, model="openai:m",
+        input_tokens=10,
+    )  # fmt: skip
     periods = current_periods(datetime.now(UTC))
     return await ledger.reserve(
-        org, reservation_id or str(uuid.uuid4()), amount, ttl=ttl, periods=periods
+        org, reservation_id or str(uuid.uuid4()), amount, ttl=ttl, periods=periods, call=call
     )
 
 
@@ -132,12 +137,15 @@ async def test_entries_roll_up_per_utc_day_and_are_summed_per_period(app_pool, o
     assert (await ledger.spent("org_c", periods))[CapPeriod.MONTHLY] == 0
 
 
-async def test_an_organization_without_caps_reserves_nothing(app_pool, owner_engine):
+async def test_an_organization_without_caps_is_never_refused_and_its_calls_still_reserved(
+    app_pool, owner_engine
+):
     ledger = PgUsageLedger(app_pool, FairGate(2))
     assert await reserve(ledger, "org_a", Decimal(5)) == []
     await set_caps(owner_engine, "org_a", {})
     assert await reserve(ledger, "org_a", Decimal(5)) == []
-    assert await reservations(owner_engine) == []
+    # Recorded so that a call whose process dies is still charged (the reaper's job).
+    assert await reservations(owner_engine) == [("org_a", Decimal(5))] * 2
 
 
 async def test_reservations_count_against_every_cap_until_settled_or_released(
@@ -177,9 +185,10 @@ async def test_a_resized_or_expired_reservation_counts_for_its_new_amount_or_not
     short = timedelta(milliseconds=1)
     assert await reserve(ledger, "org_a", Decimal(2), short) == []
     await asyncio.sleep(0.05)
-    # The expired one is gone (deleted by the next reservation), the resized one still counts.
+    # The expired one no longer counts (it stays for the reaper), the resized one still does.
     assert await reserve(ledger, "org_a", Decimal(0)) == []
-    assert sorted(amount for _, amount in await reservations(owner_engine)) == [0, Decimal("0.25")]
+    amounts = sorted(amount for _, amount in await reservations(owner_engine))
+    assert amounts == [0, Decimal("0.25"), 2]
 
 
 async def test_concurrent_reservations_never_admit_past_the_cap(database, owner_engine):
@@ -193,3 +202,85 @@ async def test_concurrent_reservations_never_admit_past_the_cap(database, owner_
     # Admitted while committed < 5: exactly five of $1, whatever the interleaving.
     assert sum(1 for breaches in results if not breaches) == 5
     assert len(await reservations(owner_engine)) == 5
+
+
+async def test_a_call_is_charged_once_whoever_settles_it_first(app_pool, owner_engine):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    reservation = str(uuid.uuid4())
+    assert await reserve(ledger, "org_a", Decimal(1), TTL, reservation) == []
+    await ledger.record(entry("org_a", "0.25"), settles=reservation)
+    await ledger.record(entry("org_a", "0.25"), settles=reservation)
+    periods = current_periods(datetime.now(UTC))
+    assert (await ledger.spent("org_a", periods))[CapPeriod.DAILY] == Decimal("0.25")
+
+
+async def insert_answer(
+    owner_engine, org: str, status: str, text_parts: list[str]
+) -> tuple[str, str]:
+    """A conversation whose answer (a chat run and its message) is `status`: its thread and
+    run ids."""
+    thread, message, run = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
+    parts = json.dumps([{"type": "text", "text": t} for t in text_parts])
+    async with owner_engine.begin() as connection:
+        for statement, values in (
+            (
+                "INSERT INTO conversations (thread_id, org_id, user_id, title_source) "
+                "VALUES (:thread, :org, 'user_1', 'default')",
+                {},
+            ),
+            (
+                "INSERT INTO chat_messages (id, org_id, thread_id, role, parts) "
+                "VALUES (:message, :org, :thread, 'assistant', CAST(:parts AS jsonb))",
+                {"parts": parts},
+            ),
+            (
+                "INSERT INTO chat_runs (id, org_id, thread_id, message_id, status, created_at) "
+                "VALUES (:run, :org, :thread, :message, :status, now() - interval '5 minutes')",
+                {"status": status},
+            ),
+        ):
+            base = {"thread": thread, "org": org, "message": message, "run": run}
+            await connection.execute(text(statement), {**base, **values})
+    return str(thread), str(run)
+
+
+async def test_the_reaper_finds_the_calls_no_process_will_settle(app_pool, owner_engine):
+    ledger = PgUsageLedger(app_pool, FairGate(2))
+    ended = await insert_answer(owner_engine, "org_a", "failed", ["Hel", "lo"])
+    running = await insert_answer(owner_engine, "org_b", "in_progress", ["Wor"])
+
+    def chat(answer: tuple[str, str]) -> PendingCall:
+        return PendingCall(
+            user_id="user_1", thread_id=answer[0], purpose=UsagePurpose.CHAT,
+            model="openai:gpt-4o-mini", input_tokens=40, run_id=answer[1],
+        )  # fmt: skip
+
+    first, second, alive, expired = (str(uuid.uuid4()) for _ in range(4))
+    await reserve(ledger, "org_a", Decimal(1), TTL, first, chat(ended))
+    await reserve(ledger, "org_a", Decimal(1), TTL, second, chat(ended))
+    await reserve(ledger, "org_b", Decimal(1), TTL, alive, chat(running))
+    await reserve(ledger, "org_b", Decimal(1), timedelta(milliseconds=1), expired)
+    async with owner_engine.begin() as connection:
+        await connection.execute(
+            text("UPDATE spend_reservations SET created_at = now() - interval '1 minute'")
+        )
+        await connection.execute(
+            text("UPDATE spend_reservations SET created_at = created_at + interval '1 second' "
+                 "WHERE id = :id"),
+            {"id": uuid.UUID(second)},
+        )  # fmt: skip
+
+    found = {a.reservation_id: a for a in await ledger.abandoned(timedelta(seconds=30), 100)}
+
+    # Still answering: not abandoned. Ended: each of its calls, the text on the first only.
+    assert set(found) == {first, second, expired}
+    assert (found[first].org_id, found[first].output_chars) == ("org_a", 5)
+    assert found[first].call == chat(ended)
+    assert found[second].output_chars == 0
+    assert found[expired].call is not None
+    assert found[expired].call.purpose is UsagePurpose.TITLE
+    assert found[expired].output_chars == 0
+    # Younger than `quiet`: left to its own process a little longer.
+    assert {a.reservation_id for a in await ledger.abandoned(timedelta(minutes=5), 100)} == {
+        expired
+    }

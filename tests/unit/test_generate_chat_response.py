@@ -274,7 +274,11 @@ async def test_a_model_failure_mid_stream_keeps_the_text_and_ends_with_an_error_
     assert world.writer.chunks[-2] == {"type": "error", "errorText": "The model timed out."}
     assert world.runs.status["run-1"] is StreamStatus.FAILED
     assert world.runs.errors["run-1"] == "The model timed out."
-    assert world.runs.parts["run-1"] == [{"type": "text", "text": "Partial answer"}]
+    # The message keeps the text and says why it ended.
+    assert world.runs.parts["run-1"] == [
+        {"type": "text", "text": "Partial answer"},
+        {"type": "data-error", "data": {"errorText": "The model timed out."}},
+    ]
     assert model.closed == 1
     (entry,) = world.ledger.entries
     assert entry.estimated
@@ -345,6 +349,21 @@ async def test_the_heartbeat_notices_a_cancel_asked_for_elsewhere(monkeypatch):
     await asyncio.sleep(0.05)
     world.runs.cancel_requested.add("run-1")
     await asyncio.wait_for(task, 5)
+    assert world.runs.status["run-1"] is StreamStatus.CANCELLED
+
+
+async def test_the_heartbeat_stores_what_a_model_said_before_it_fell_silent(monkeypatch):
+    monkeypatch.setattr(module, "HEARTBEAT_INTERVAL", 0.05)
+    model = ScriptedChatModel([TextDelta("first words "), 30.0])
+    world = World(model)
+    task = asyncio.create_task(world.run())
+    await asyncio.sleep(0.01)
+    assert world.runs.parts.get("run-1", []) == []
+    await asyncio.sleep(0.1)
+    # Stored though no later word came to trigger a flush: a process killed now loses nothing.
+    assert world.runs.parts["run-1"] == [{"type": "text", "text": "first words "}]
+    task.cancel(CANCEL_REQUESTED)
+    await task
     assert world.runs.status["run-1"] is StreamStatus.CANCELLED
 
 
@@ -514,15 +533,19 @@ async def test_the_first_call_uses_the_admission_resized_to_its_prompt_then_sett
     admission = await admitted(world)
     worst = world.ledger.reserved[admission.id]
     resized: list[Decimal] = []
+    prompts: list[int] = []
     original = world.ledger.resize
 
-    async def spy(org_id: str, reservation_id: str, amount: Decimal) -> None:
+    async def spy(org_id: str, reservation_id: str, amount: Decimal, **kwargs) -> None:
         resized.append(amount)
-        await original(org_id, reservation_id, amount)
+        prompts.append(kwargs["prompt_tokens"])
+        await original(org_id, reservation_id, amount, **kwargs)
 
     world.ledger.resize = spy  # type: ignore[method-assign]
     await world.run(dataclasses.replace(command(), admission=admission))
     assert len(resized) == 1 and 0 < resized[0] < worst
+    # The prompt's estimate, which the reaper would charge if the process died.
+    assert prompts[0] > 0
     assert world.ledger.settled == [admission.id] and world.ledger.reserved == {}
     assert world.runs.status["run-1"] is StreamStatus.COMPLETED
 
@@ -558,3 +581,26 @@ async def test_an_answer_that_fails_before_calling_the_model_releases_its_admiss
     )
     assert world.ledger.released == [admission.id] and world.ledger.reserved == {}
     assert world.ledger.entries == []
+
+
+async def test_an_answer_cut_again_while_recording_its_ending_still_records_it_and_its_usage():
+    model = ScriptedChatModel([TextDelta("slow "), 30.0])
+    world = World(model)
+    finish = world.runs.finish
+
+    async def slow_finish(*args, **kwargs):
+        await asyncio.sleep(0.1)
+        await finish(*args, **kwargs)
+
+    world.runs.finish = slow_finish
+    task = asyncio.create_task(world.run())
+    await asyncio.sleep(0.05)
+    task.cancel("shutdown")
+    await asyncio.sleep(0.02)
+    # A second cut, as the app's own shutdown after the drain would deliver.
+    task.cancel("shutdown")
+    await task
+    assert world.runs.errors["run-1"] == STOPPED_BY_SHUTDOWN
+    assert STOPPED_BY_SHUTDOWN == "The service was restarted"
+    (entry,) = world.ledger.entries
+    assert entry.estimated and entry.output_tokens > 0

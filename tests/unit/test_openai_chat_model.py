@@ -12,6 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
+from adapters.chat.deadline import DeadlineChatModel
 from adapters.chat.llama_cpp import LlamaCppChatModel
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.chat.registry import DefaultChatModelRegistry
@@ -562,8 +563,11 @@ def test_the_registry_serves_the_local_model_once_and_any_openai_model():
         OpenAIGateway(client, base_url="http://127.0.0.1:9/v1"), local_model=local
     )
 
-    assert registry.get("local:smollm2-135m") is local
-    assert registry.get("local:smollm2-135m") is local
+    served = registry.get("local:smollm2-135m")
+    # Bounded by the chat timeout like any provider (`AP_CHAT_TIMEOUT`).
+    assert isinstance(served, DeadlineChatModel)
+    assert registry.get("local:smollm2-135m") is served
+    assert served.info == local.info
     assert not local.info.supports_tools
     gpt = registry.get("openai:gpt-4o-mini")
     assert isinstance(gpt, OpenAIChatModel)

@@ -3,7 +3,7 @@ settles and releases model calls, on an in-memory ledger."""
 
 from __future__ import annotations
 
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
@@ -18,7 +18,7 @@ from domain.spend import (
     current_periods,
     worst_case_input_tokens,
 )
-from domain.usage import ModelPrice, PriceList, UsagePurpose
+from domain.usage import AbandonedCall, ModelPrice, PendingCall, PriceList, UsagePurpose
 from tests.fakes.basics import FakeClock
 from tests.fakes.chat import FakeUsageLedger
 from tests.fakes.embeddings import FakeEmbedderRegistry
@@ -225,3 +225,32 @@ def test_a_local_model_costs_nothing_unless_priced():
     assert PriceList().cost("local:smollm2-135m", 1000, 1000) == 0
     priced = PriceList({"local:smollm2-135m": ModelPrice(Decimal(1), Decimal(2))})
     assert priced.cost("local:smollm2-135m", 1_000_000, 1_000_000) == Decimal(3)
+
+
+async def test_every_call_records_what_the_reaper_needs_to_charge_it():
+    ledger = FakeUsageLedger()
+    request = ChatRequest(model="priced", turns=[ChatTurn(role="user", content="x" * 40)])
+    reservation = await meter(ledger).reserve_request(CALL, request, context_tokens=1000)
+    org_id, pending = ledger.calls[reservation.id]
+    assert org_id == "org_a"
+    assert (pending.purpose, pending.model, pending.user_id) == (CALL.purpose, CALL.model, "u")
+    assert pending.input_tokens == 11  # the prompt's estimate, not its worst case
+
+
+async def test_the_reaper_charges_an_abandoned_call_its_prompt_and_the_text_it_stored():
+    ledger = FakeUsageLedger()
+    pending = PendingCall(
+        user_id="u", thread_id="t-1", purpose=UsagePurpose.CHAT, model="openai:priced",
+        input_tokens=100,
+    )  # fmt: skip
+    ledger.abandon = [
+        AbandonedCall(reservation_id="r-1", org_id="org_a", call=pending, output_chars=10),
+        AbandonedCall(reservation_id="r-2", org_id="org_a", call=None, output_chars=0),
+    ]
+    assert await meter(ledger).settle_abandoned(timedelta(seconds=30)) == 1
+    (entry,) = ledger.entries
+    assert (entry.org_id, entry.thread_id, entry.purpose) == ("org_a", "t-1", UsagePurpose.CHAT)
+    assert (entry.input_tokens, entry.output_tokens, entry.estimated) == (100, 3, True)
+    assert entry.cost_usd == Decimal(100 + 2 * 3)
+    assert ledger.settled == ["r-1"]
+    assert ledger.released == ["r-2"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 
+from adapters.chat.deadline import DeadlineChatModel
 from adapters.chat.openai_compatible import OpenAIChatModel
 from adapters.openai_gateway.gateway import OpenAIGateway
 from adapters.openai_gateway.retry import CHAT_RETRY, RetryPolicy
@@ -34,7 +35,7 @@ class DefaultChatModelRegistry:
         self._gateway = gateway
         self._timeout = timeout
         self._retry = retry
-        self._local = local_model
+        self._local = DeadlineChatModel(local_model, timeout) if local_model is not None else None
         self._local_missing: str | None = None
         self._local_checked = False
         self._openai: dict[str, OpenAIChatModel] = {}

@@ -22,19 +22,29 @@ import asyncpg
 
 from adapters.postgres.database import FairGate, org_connection
 from domain.spend import CapPeriod, CapStatus, Period
-from domain.usage import UsageEntry
+from domain.usage import AbandonedCall, PendingCall, UsageEntry, UsagePurpose
+
+PURPOSES = {purpose.value for purpose in UsagePurpose}
 
 INSERT_USAGE = """
     INSERT INTO usage_events (org_id, user_id, thread_id, purpose, model, input_tokens,
         output_tokens, cost_usd, estimated)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"""
+# Charged only while the reservation is there: a call the reaper settled is not charged again.
 SETTLE = """
-    WITH settled AS (DELETE FROM spend_reservations WHERE id = $10)
+    WITH settled AS (DELETE FROM spend_reservations WHERE id = $10 RETURNING id)
     INSERT INTO usage_events (org_id, user_id, thread_id, purpose, model, input_tokens,
         output_tokens, cost_usd, estimated)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"""
-RESERVE = "SELECT period, cap, spent FROM ap_reserve_spend($1, $2, $3, $4, $5, $6, $7)"
-RESIZE = "UPDATE spend_reservations SET amount_usd = $2 WHERE id = $1"
+    SELECT $1::text, $2::text, $3::uuid, $4::text, $5::text, $6::integer, $7::integer,
+        $8::numeric, $9::boolean
+    FROM settled"""
+RESERVE = """
+    SELECT period, cap, spent
+    FROM ap_reserve_spend($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"""
+ABANDONED = "SELECT * FROM ap_abandoned_reservations($1, $2)"
+RESIZE = """
+    UPDATE spend_reservations SET amount_usd = $2, input_tokens = coalesce($3, input_tokens)
+    WHERE id = $1"""
 RELEASE = "DELETE FROM spend_reservations WHERE id = $1"
 # At most 31 rows of the roll-up, whatever the number of calls.
 SPENT = """
@@ -72,11 +82,15 @@ class PgUsageLedger:
         *,
         ttl: timedelta,
         periods: Mapping[CapPeriod, Period],
+        call: PendingCall,
     ) -> list[CapStatus]:
         async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             rows = await db.fetch(
                 RESERVE, org_id, uuid.UUID(reservation_id), amount, ttl,
                 *(periods[period].start for period in CapPeriod),
+                call.user_id, uuid.UUID(call.thread_id) if call.thread_id else None,
+                call.purpose.value, call.model, call.input_tokens,
+                uuid.UUID(call.run_id) if call.run_id else None,
             )  # fmt: skip
         return [
             CapStatus(
@@ -88,13 +102,20 @@ class PgUsageLedger:
             for row in rows
         ]
 
-    async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
+    async def resize(
+        self, org_id: str, reservation_id: str, amount: Decimal, *, prompt_tokens: int | None = None
+    ) -> None:
         async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
-            await db.raw.execute(RESIZE, uuid.UUID(reservation_id), amount)
+            await db.raw.execute(RESIZE, uuid.UUID(reservation_id), amount, prompt_tokens)
 
     async def release(self, org_id: str, reservation_id: str) -> None:
         async with org_connection(self._pool, org_id, self._gate, synchronous_commit=False) as db:
             await db.raw.execute(RELEASE, uuid.UUID(reservation_id))
+
+    async def abandoned(self, quiet: timedelta, limit: int) -> list[AbandonedCall]:
+        async with self._pool.acquire() as connection:
+            rows = await connection.fetch(ABANDONED, quiet, limit)
+        return [_abandoned(row) for row in rows]
 
     async def spent(
         self, org_id: str, periods: Mapping[CapPeriod, Period]
@@ -102,3 +123,22 @@ class PgUsageLedger:
         async with org_connection(self._pool, org_id, self._gate) as db:
             (row,) = await db.fetch(SPENT, org_id, *(periods[period].start for period in CapPeriod))
         return {period: row[index] for index, period in enumerate(CapPeriod)}
+
+
+def _abandoned(row: asyncpg.Record) -> AbandonedCall:
+    call = None
+    if row["model"] is not None and row["purpose"] in PURPOSES:
+        call = PendingCall(
+            user_id=row["user_id"],
+            thread_id=str(row["thread_id"]) if row["thread_id"] else None,
+            purpose=UsagePurpose(row["purpose"]),
+            model=row["model"],
+            input_tokens=row["input_tokens"],
+            run_id=str(row["run_id"]) if row["run_id"] else None,
+        )
+    return AbandonedCall(
+        reservation_id=str(row["id"]),
+        org_id=row["org_id"],
+        call=call,
+        output_chars=int(row["output_chars"] or 0),
+    )

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import time
 import uuid
 from collections.abc import Sequence
@@ -27,6 +28,7 @@ class Progress:
     calls: list[tuple[Reservation, list[str], str, Usage | None]] = field(default_factory=list)
     cited: set[str] = field(default_factory=set)
     last_flush: float = field(default_factory=time.monotonic)
+    flushing: asyncio.Lock = field(default_factory=asyncio.Lock)
 
     def emit(self, chunk: chat_stream.Chunk) -> None:
         self.writer.emit(chunk)
@@ -35,6 +37,13 @@ class Progress:
     def emit_all(self, chunks: list[chat_stream.Chunk]) -> None:
         for chunk in chunks:
             self.emit(chunk)
+
+    def fail(self, error: str) -> None:
+        """End the answer failed: the stream's `error` and `finish`, and the same words kept in
+        the message as a `data-error` part (a UI message's part for app data), so that a reader
+        of the conversation sees why it ended."""
+        self.emit_all(chat_stream.failure(error))
+        self.parts.append({"type": "data-error", "data": {"errorText": error}})
 
     def text(self, delta: str) -> None:
         if self.open_text is None:

@@ -6,7 +6,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from domain.spend import CapPeriod, CapStatus, Period
-from domain.usage import UsageEntry
+from domain.usage import AbandonedCall, PendingCall, UsageEntry
 
 
 class UsageLedger(Protocol):
@@ -18,7 +18,8 @@ class UsageLedger(Protocol):
     """
 
     async def record(self, entry: UsageEntry, *, settles: str | None = None) -> None:
-        """Append one entry; with `settles`, drop that reservation in the same transaction."""
+        """Append one entry; with `settles`, drop that reservation in the same transaction, and
+        append nothing when it is gone already (the reaper settled it: never charged twice)."""
         ...
 
     async def reserve(
@@ -29,20 +30,31 @@ class UsageLedger(Protocol):
         *,
         ttl: timedelta,
         periods: Mapping[CapPeriod, Period],
+        call: PendingCall,
     ) -> list[CapStatus]:
         """Atomically against every other reservation of the organization: when what each
-        capped period recorded plus what is reserved is still below its cap, reserve `amount`
-        until it is settled, released or `ttl` passes, and return nothing; otherwise reserve
-        nothing and return the periods reached (their `spent` includes what is reserved). An
-        organization without caps reserves nothing and is never refused."""
+        capped period recorded plus what is reserved (and not past its `ttl`) is still below its
+        cap, reserve `amount` for `call` until it is settled or released, and return nothing;
+        otherwise reserve nothing and return the periods reached (their `spent` includes what is
+        reserved). An organization without caps is never refused, and its calls are reserved
+        too (at no cost to the check), so that none goes unrecorded."""
         ...
 
-    async def resize(self, org_id: str, reservation_id: str, amount: Decimal) -> None:
-        """Set a reservation's amount, once the call's real worst case is known."""
+    async def resize(
+        self, org_id: str, reservation_id: str, amount: Decimal, *, prompt_tokens: int | None = None
+    ) -> None:
+        """Set a reservation's amount (and its prompt's estimate, when given), once the call's
+        real worst case is known."""
         ...
 
     async def release(self, org_id: str, reservation_id: str) -> None:
         """Drop a reservation whose call cost nothing."""
+        ...
+
+    async def abandoned(self, quiet: timedelta, limit: int) -> list[AbandonedCall]:
+        """Across organizations, at most `limit` reservations whose call can no longer settle
+        itself: a call of a chat answer that has ended, reserved more than `quiet` ago, and any
+        reservation past its `ttl`; with the text each chat answer stored."""
         ...
 
     async def spent(

@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,7 +38,7 @@ from domain import chat_stream
 from domain.agents import Agent
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
-from domain.spend import SpendCapReached
+from domain.spend import SpendCapReached, estimated_tokens
 from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
@@ -46,7 +47,8 @@ MAX_STEPS = 5
 FLUSH_INTERVAL = 0.15
 HEARTBEAT_INTERVAL = 10.0
 FAILED_UNEXPECTEDLY = "The response failed unexpectedly. Please try again."
-STOPPED_BY_SHUTDOWN = "The response stopped because the server shut down. Please try again."
+# The contract's words for an answer cut by a shutdown (`CONTRACT.md`, "Shutdown and usage").
+STOPPED_BY_SHUTDOWN = "The service was restarted"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -106,8 +108,7 @@ class GenerateChatResponse:
 
     async def execute(self, command: GenerateChatResponseCommand, writer: ChatStreamWriter) -> None:
         progress = Progress(writer)
-        org_id = command.caller.org_id
-        heartbeat = asyncio.create_task(self._heartbeat(command, asyncio.current_task()))
+        heartbeat = asyncio.create_task(self._heartbeat(command, progress, asyncio.current_task()))
         status = StreamStatus.COMPLETED
         error: str | None = None
         try:
@@ -118,33 +119,46 @@ class GenerateChatResponse:
             progress.end_text()
             if isinstance(stop, asyncio.CancelledError) and stop.args[:1] != (CANCEL_REQUESTED,):
                 status, error = StreamStatus.FAILED, STOPPED_BY_SHUTDOWN
-                progress.emit_all(chat_stream.failure(error))
+                progress.fail(error)
             else:
                 status = StreamStatus.CANCELLED
                 progress.emit(chat_stream.abort())
         except ChatModelError as failure:
             progress.end_text()
             status, error = StreamStatus.FAILED, failure.message
-            progress.emit_all(chat_stream.failure(failure.message))
+            progress.fail(failure.message)
         except SpendCapReached as refused:
             progress.end_text()
             status, error = StreamStatus.FAILED, refused.explanation
-            progress.emit_all(chat_stream.failure(error))
+            progress.fail(error)
         except EmbeddingFailed as failure:
             progress.end_text()
             status = StreamStatus.FAILED
             error = f"The knowledge base's embedding model is unavailable: {failure.message}"
-            progress.emit_all(chat_stream.failure(error))
+            progress.fail(error)
         except Exception:
             log.exception("chat response %s failed", command.run_id)
             progress.end_text()
             status, error = StreamStatus.FAILED, FAILED_UNEXPECTEDLY
-            progress.emit_all(chat_stream.failure(FAILED_UNEXPECTEDLY))
-        finally:
+            progress.fail(FAILED_UNEXPECTEDLY)
+        await _to_the_end(self._record(command, progress, writer, heartbeat, (status, error)))
+
+    async def _record(
+        self,
+        command: GenerateChatResponseCommand,
+        progress: Progress,
+        writer: ChatStreamWriter,
+        heartbeat: asyncio.Task[None],
+        ending: tuple[StreamStatus, str | None],
+    ) -> None:
+        """Store the answer's ending, then settle every model call's usage."""
+        status, error = ending
+        # Not while it stores what a silent model produced: that would cut the store short.
+        async with progress.flushing:
             heartbeat.cancel()
         try:
             await self._runs.finish(
-                org_id,
+                command.caller.org_id,
                 command.run_id,
                 status=status,
                 first_seq=progress.next_seq,
@@ -162,13 +176,18 @@ class GenerateChatResponse:
         for reservation, prompt, answer, usage in progress.calls:
             await self._meter.finish(reservation, prompt=prompt, answer=answer, usage=usage)
 
-    async def _heartbeat(self, command: GenerateChatResponseCommand, main: Any) -> None:
-        """Keeps the run alive while the model is silent, and notices a cancel asked for
-        elsewhere."""
+    async def _heartbeat(
+        self, command: GenerateChatResponseCommand, progress: Progress, main: Any
+    ) -> None:
+        """Keeps the run alive while the model is silent, stores what it produced before it
+        fell silent, and notices a cancel asked for elsewhere."""
         while True:
             await asyncio.sleep(HEARTBEAT_INTERVAL)
             try:
+                await self._flush(command, progress)
                 cancel = await self._runs.heartbeat(command.caller.org_id, command.run_id)
+            except _CancelRequested:
+                cancel = True
             except Exception:
                 log.warning("chat response %s: heartbeat failed", command.run_id, exc_info=True)
                 continue
@@ -177,18 +196,19 @@ class GenerateChatResponse:
                 return
 
     async def _flush(self, command: GenerateChatResponseCommand, progress: Progress) -> None:
-        if not progress.pending:
-            return
-        chunks, progress.pending = chat_stream.compact(progress.pending), []
-        cancel = await self._runs.append(
-            command.caller.org_id,
-            command.run_id,
-            first_seq=progress.next_seq,
-            chunks=chunks,
-            parts=progress.parts,
-        )
-        progress.next_seq += len(chunks)
-        progress.last_flush = time.monotonic()
+        async with progress.flushing:
+            if not progress.pending:
+                return
+            chunks, progress.pending = chat_stream.compact(progress.pending), []
+            cancel = await self._runs.append(
+                command.caller.org_id,
+                command.run_id,
+                first_seq=progress.next_seq,
+                chunks=chunks,
+                parts=progress.parts,
+            )
+            progress.next_seq += len(chunks)
+            progress.last_flush = time.monotonic()
         if cancel:
             raise _CancelRequested
 
@@ -284,11 +304,15 @@ class GenerateChatResponse:
     ) -> Reservation:
         context = model.info.context_tokens
         if command.admission is not None and not progress.calls:
+            texts = request_texts(request)
             input_tokens, output_tokens = self._meter.worst_case(
-                command.agent.model, request_texts(request), request.max_output_tokens, context
+                command.agent.model, texts, request.max_output_tokens, context
             )
             await self._meter.resize(
-                command.admission, input_tokens=input_tokens, output_tokens=output_tokens
+                command.admission,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                prompt_tokens=sum(estimated_tokens(text) for text in texts),
             )
             return command.admission
         call = MeteredCall(
@@ -297,5 +321,16 @@ class GenerateChatResponse:
             thread_id=command.thread_id,
             purpose=UsagePurpose.CHAT,
             model=command.agent.model,
+            run_id=command.run_id,
         )
         return await self._meter.reserve_request(call, request, context)
+
+
+async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+    """Run `work` to its end even when the task is cancelled meanwhile (a shutdown cutting
+    the answers as it records one): an answer's ending and its usage are always recorded."""
+    future = asyncio.ensure_future(work)
+    while not future.done():
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(future)
+    future.result()

@@ -140,7 +140,9 @@ class SendChatMessage:
 
         created = thread_id is None
         thread_id = thread_id or str(uuid.uuid4())
-        admission = await self._admit(caller, agent.model, thread_id)
+        # The answer's run id is known before its admission, which then names it: the reaper
+        # can tell from the run whether a reservation left behind still has a producer.
+        admission = await self._admit(caller, agent.model, thread_id, str(uuid.uuid4()))
         try:
             started = await self._start(
                 caller, agent, message, (thread_id, created), title, upstream, admission
@@ -150,13 +152,14 @@ class SendChatMessage:
             raise
         return started
 
-    async def _admit(self, caller: Caller, model: str, thread_id: str) -> Reservation:
+    async def _admit(self, caller: Caller, model: str, thread_id: str, run_id: str) -> Reservation:
         call = MeteredCall(
             org_id=caller.org_id,
             user_id=caller.user_id,
             thread_id=thread_id,
             purpose=UsagePurpose.CHAT,
             model=model,
+            run_id=run_id,
         )
         try:
             context = self._models.get(model).info.context_tokens
@@ -178,7 +181,7 @@ class SendChatMessage:
         admission: Reservation,
     ) -> ChatStarted:
         thread_id, created = thread
-        run_id = str(uuid.uuid4())
+        run_id = admission.call.run_id or str(uuid.uuid4())
         message_id = str(uuid.uuid4())
         if created:
             source = TitleSource.SUPPLIED if title is not None else TitleSource.FALLBACK

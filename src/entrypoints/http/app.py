@@ -154,5 +154,9 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
 def create_app(settings: Settings, database: Database, *providers: Provider) -> ASGIApp:
     """The served ASGI app: Litestar wrapped so that every response, 404s included, carries
     `X-Request-ID`, is logged once and is counted in the app's metrics."""
-    app = create_litestar(settings, database, *providers)
+    return served(create_litestar(settings, database, *providers))
+
+
+def served(app: Litestar) -> ASGIApp:
+    """`app` as served (see `create_app`)."""
     return RequestContextMiddleware(app, metrics=app.state.http_metrics)

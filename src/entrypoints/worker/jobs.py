@@ -32,11 +32,13 @@ from adapters.queue.pgqueuer_worker import (
     PgQueuerWorker,
     RetryPolicy,
 )
+from application.metering import SpendMeter
 from application.ports.embedder import EmbedderRegistry
 from application.ports.job_queue import (
     EMBED_FILE_PART,
     GENERATE_TITLE,
     PROCESS_FILE,
+    PURGE_DELETED_UPLOAD,
     REEMBED_KNOWLEDGE_BASE,
     RUN_SCHEDULED_TASK,
 )
@@ -50,6 +52,10 @@ from application.use_cases.generate_conversation_title import (
     GenerateConversationTitleCommand,
 )
 from application.use_cases.process_file import ProcessFile, ProcessFileCommand, ProcessingLimits
+from application.use_cases.purge_deleted_upload import (
+    PurgeDeletedUpload,
+    PurgeDeletedUploadCommand,
+)
 from application.use_cases.reembed_knowledge_base import (
     ReembedKnowledgeBase,
     ReembedKnowledgeBaseCommand,
@@ -65,6 +71,9 @@ WORKER_USER = "system:worker"
 STALLED_AFTER = timedelta(minutes=2)
 # Answers send a heartbeat every 10 s while they run; six missed ones mean their process died.
 CHAT_STALLED_AFTER = timedelta(seconds=60)
+# A call settles the moment its answer is stored; one of an ended answer still reserved this long
+# after it began lost its process, and the reaper charges an estimate of it.
+ABANDONED_AFTER = timedelta(seconds=30)
 # Longer than the identity provider retries a webhook message (Svix: about 28 hours), so that a
 # retry is still known as one; older receipts are dropped by the reaper.
 WEBHOOK_RECEIPTS_KEPT = timedelta(days=7)
@@ -191,7 +200,9 @@ def build_worker(
                 "SELECT * FROM ap_reap_stalled_scheduled_runs($1)", SCHEDULED_RUN_STALLED_AFTER
             )
             await prune_webhook_receipts(connection, WEBHOOK_RECEIPTS_KEPT)
-        return len(rows) + len(runs)
+        # After the stalled runs are failed: their calls' reservations are then abandoned.
+        settled = await (await container.get(SpendMeter)).settle_abandoned(ABANDONED_AFTER)
+        return len(rows) + len(runs) + settled
 
     # Above the use cases' own count of runs, which fails the file first.
     file_backstop = max(max_cut_short_runs, ProcessingLimits().max_runs + 1)
@@ -230,6 +241,15 @@ def build_worker(
                 handler=lambda p, _run: run_scheduled_task(container, in_organization, p),
                 give_up=fail_scheduled_run,
                 max_cut_short_runs=SCHEDULED_RUN_MAX_CUT_SHORT_RUNS,
+            ),
+            PURGE_DELETED_UPLOAD: JobKind(
+                handler=handler(
+                    PurgeDeletedUpload,
+                    lambda p, _run: PurgeDeletedUploadCommand(
+                        org_id=str(p["orgId"]), file_id=str(p["fileId"])
+                    ),
+                ),
+                max_cut_short_runs=max_cut_short_runs,
             ),
             GENERATE_TITLE: JobKind(
                 handler=handler(

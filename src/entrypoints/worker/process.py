@@ -7,8 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+import logging
 import os
 import signal
+import sys
 import threading
 import time
 import uuid
@@ -18,35 +20,66 @@ from typing import Any
 import asyncpg
 import structlog
 import uvloop
+from dishka import AsyncContainer
 
+from adapters.background import AsyncioBackgroundTasks
 from adapters.child_processes import resident_bytes
 from adapters.postgres.database import asyncpg_dsn
 from adapters.queue.pgqueuer_worker import release_jobs
 from entrypoints.config import Settings
 from entrypoints.database import Database, resolve_database
+from entrypoints.http.shutdown import GracefulServer
 from entrypoints.worker.jobs import build_worker
 from entrypoints.worker.supervisor import RECYCLE_EXIT, WorkerSupervisor
 
 PARENT_GONE_GRACE = 30.0
+# Past its grace, the worker child cuts its answers and records them before it is killed.
+WORKER_RECORD_SECONDS = 1.5
 RECYCLE_CHECK_SECONDS = 10.0
 log = structlog.get_logger("agent_platform.worker")
 
 
-async def serve_with_worker(server: Any, settings: Settings, database: Database) -> None:
-    """Serve HTTP; on the embedded default, with the job worker as a supervised child."""
-    if not settings.worker_in_process:
-        await server.serve()
-        return
-    supervisor = WorkerSupervisor(
-        _worker_env(database),
-        functools.partial(_release_jobs, database.url, settings.database_app_role),
-        memory_limit=settings.worker_memory_mb * 2**20,
-    )
-    supervisor.start()
+async def serve_with_worker(
+    config: Any, settings: Settings, database: Database, container: AsyncContainer
+) -> None:
+    """Serve HTTP with `config` (on the embedded default, with the job worker as a supervised
+    child) until a stop signal; then stop as `GracefulServer` says, the worker stopping
+    alongside the answers (`AP_SHUTDOWN_GRACE` for its jobs in hand), before the app's own
+    shutdown stops the model runner and closes the pool."""
+    supervisor = None
+    if settings.worker_in_process:
+        supervisor = WorkerSupervisor(
+            _worker_env(database),
+            functools.partial(_release_jobs, database.url, settings.database_app_role),
+            memory_limit=settings.worker_memory_mb * 2**20,
+            stop_timeout=settings.shutdown_grace + WORKER_RECORD_SECONDS,
+        )
+        supervisor.start()
+
+    async def drain(hurry: asyncio.Event) -> None:
+        log.info("shutdown.draining", grace_seconds=settings.shutdown_grace)
+        stopping = asyncio.ensure_future(supervisor.stop()) if supervisor else None
+        hurrying = asyncio.ensure_future(_hurry_worker(hurry, supervisor))
+        try:
+            tasks = await container.get(AsyncioBackgroundTasks)
+            await tasks.drain(settings.shutdown_grace, hurry)
+            if stopping is not None:
+                await stopping
+        finally:
+            hurrying.cancel()
+        log.info("shutdown.drained")
+
     try:
-        await server.serve()
+        await GracefulServer(config, drain).serve()
     finally:
-        await supervisor.stop()
+        if supervisor is not None:
+            await supervisor.stop()
+
+
+async def _hurry_worker(hurry: asyncio.Event, supervisor: WorkerSupervisor | None) -> None:
+    await hurry.wait()
+    if supervisor is not None:
+        supervisor.hurry()
 
 
 def _worker_env(database: Database) -> dict[str, str]:
@@ -86,11 +119,23 @@ def run_worker(settings: Settings, concurrency: int | None) -> int:
 
     async def run() -> None:
         loop = asyncio.get_running_loop()
+        hurry = asyncio.Event()
+        cutting: list[asyncio.Task[None]] = []
+
+        def stop() -> None:
+            """The first signal: take no more jobs, cut the answers still running after the
+            grace; a later one: cut them now."""
+            worker.stop()
+            if cutting:
+                hurry.set()
+            else:
+                cutting.append(loop.create_task(_cut_answers(container, settings, hurry)))
+
         for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(signum, worker.stop)
+            loop.add_signal_handler(signum, stop)
         recycling = None
         if supervised:
-            _stop_with_parent(loop, worker.stop)
+            _stop_with_parent(loop, stop)
             limit = settings.worker_memory_mb * 2**20
             recycling = asyncio.create_task(_recycle_when_swollen(worker, limit, recycled))
         try:
@@ -98,10 +143,27 @@ def run_worker(settings: Settings, concurrency: int | None) -> int:
         finally:
             if recycling is not None:
                 recycling.cancel()
+            for task in cutting:
+                task.cancel()
             await container.close()
 
     uvloop.run(run())
-    return RECYCLE_EXIT if recycled.is_set() else 0
+    code = RECYCLE_EXIT if recycled.is_set() else 0
+    if supervised:
+        # Everything it holds is closed; the interpreter would still wait for the embedder's
+        # warm-up thread (loading torch takes seconds), past the server's shutdown bound.
+        logging.shutdown()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    return code
+
+
+async def _cut_answers(container: AsyncContainer, settings: Settings, hurry: asyncio.Event) -> None:
+    """The answers this worker runs (scheduled runs') go on for the grace, then end recorded
+    as cut by the restart, so that the jobs waiting for them end too."""
+    tasks = await container.get(AsyncioBackgroundTasks)
+    await tasks.drain(settings.shutdown_grace, hurry)
 
 
 async def _recycle_when_swollen(worker: Any, limit: int, recycled: asyncio.Event) -> None:

@@ -8,8 +8,9 @@ one after a pause that grows while the children keep dying quickly. A child whos
 memory passes twice the worker ceiling is killed (its jobs go back to the queue), so one
 runaway job cannot take the machine; one that ends itself with `RECYCLE_EXIT` (its memory
 stayed high with no job in hand) is replaced at once. `stop` sends SIGTERM (the child
-finishes the jobs in hand) and kills it after `stop_timeout`. The child watches its standard
-input: if this process dies, the pipe closes and the child stops too.
+finishes the jobs in hand) and kills it after `stop_timeout`; `hurry` (a second stop signal)
+signals it again, and kills it `HURRIED_SECONDS` later. The child watches its standard input: if
+this process dies, the pipe closes and the child stops too.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ MEMORY_POLL_SECONDS = 0.5
 RECYCLE_EXIT = 75
 """A worker child's exit code when it ends itself to be replaced (its memory stayed high)."""
 HEALTHY_AFTER_SECONDS = 60.0
+# A hurried child cuts its answers at once; recording them takes a moment.
+HURRIED_SECONDS = 3.0
 
 ReleaseJobs = Callable[[uuid.UUID], Awaitable[int]]
 WORKER_COMMAND = (sys.executable, "-m", "entrypoints.cli", "worker")
@@ -57,6 +60,7 @@ class WorkerSupervisor:
         self._backoff = backoff or Backoff(initial=1.0)
         self._process: asyncio.subprocess.Process | None = None
         self._stopping = asyncio.Event()
+        self._hurried = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
         self.started = 0
 
@@ -132,9 +136,18 @@ class WorkerSupervisor:
         """SIGTERM (it finishes the jobs in hand), SIGKILL after `stop_timeout`."""
         with contextlib.suppress(ProcessLookupError):
             process.send_signal(signal.SIGTERM)
+        loop = asyncio.get_running_loop()
         try:
-            async with asyncio.timeout(self._stop_timeout):
-                await process.wait()
+            async with asyncio.timeout(self._stop_timeout) as limit:
+                exited = asyncio.ensure_future(process.wait())
+                hurried = asyncio.ensure_future(self._hurried.wait())
+                await asyncio.wait({exited, hurried}, return_when=asyncio.FIRST_COMPLETED)
+                hurried.cancel()
+                if not exited.done():
+                    deadline = limit.when()
+                    hurry_deadline = loop.time() + HURRIED_SECONDS
+                    limit.reschedule(min(deadline, hurry_deadline) if deadline else hurry_deadline)
+                    await exited
         except TimeoutError:
             log.error("worker.child_killed_at_stop", pid=process.pid)
             with contextlib.suppress(ProcessLookupError):
@@ -159,6 +172,15 @@ class WorkerSupervisor:
                     process.kill()
                 return
             await asyncio.sleep(MEMORY_POLL_SECONDS)
+
+    def hurry(self) -> None:
+        """Signal the stopping child again (it skips what is left of its grace); it is killed
+        `HURRIED_SECONDS` later."""
+        self._hurried.set()
+        process = self._process
+        if self._stopping.is_set() and process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
 
     async def stop(self) -> None:
         """SIGTERM the child (it finishes its jobs in hand), SIGKILL it after the timeout; no

@@ -10,7 +10,7 @@ from decimal import Decimal
 from typing import Any
 
 from advanced_alchemy.types import DateTimeUTC, JsonB
-from sqlalchemy import Date, Index, Numeric, String, Uuid
+from sqlalchemy import Date, Index, Integer, Numeric, String, Uuid
 from sqlalchemy.orm import Mapped, mapped_column
 
 from .base import Base, now, org_column
@@ -41,10 +41,20 @@ class SpendReservationModel(Base):
     """The worst-case cost of a model call under way, until it settles or expires."""
 
     __tablename__ = "spend_reservations"
-    __table_args__ = (Index("ix_spend_reservations_org_expiry", "org_id", "expires_at"),)
+    __table_args__ = (
+        Index("ix_spend_reservations_org_expiry", "org_id", "expires_at"),
+        Index("ix_spend_reservations_expiry", "expires_at"),
+    )
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     org_id: Mapped[str] = org_column()
     amount_usd: Mapped[Decimal] = mapped_column(Numeric(18, 8))
     created_at: Mapped[dt.datetime] = now()
     expires_at: Mapped[dt.datetime] = mapped_column(DateTimeUTC(timezone=True))
+    # The call it stands for, which the reaper charges if its process dies (migration 0020).
+    user_id: Mapped[str | None] = mapped_column(String(128))
+    thread_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    purpose: Mapped[str | None] = mapped_column(String(32))
+    model: Mapped[str | None] = mapped_column(String(255))
+    input_tokens: Mapped[int] = mapped_column(Integer, server_default="0")
+    run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
