@@ -4,15 +4,17 @@ Until now only organizations with a spend cap reserved anything, and a reservati
 an amount: a process killed during a model call lost that call's usage, and its reservation
 simply expired. Now `ap_reserve_spend` records a reservation for every call (without the cap
 check's lock when the organization has no cap), with what settling it needs: who and what it
-is for (`user_id`, `thread_id`, `run_id`, `purpose`, `model`) and the prompt's estimated tokens. An
+is for (`user_id`, `thread_id`, `run_id`, `purpose`, `model`), the prompt's estimated tokens and
+how much text the answer had stored when the call began (`text_offset`). An
 expired reservation no longer counts against a cap but stays until settled.
 
 `ap_abandoned_reservations` (the worker's reaper, as the owner, across organizations) lists the
 reservations whose call can no longer settle itself: a call of a chat answer (`run_id`) whose
-run is no longer `in_progress` (the reaper fails the run of a dead process), reserved more than
-`quiet` ago, and any reservation past its expiry. With each it gives the characters of text
-the run stored, for the first reservation of that run (its later calls' text is in the same
-message), so that the reaper charges an estimate of what was produced.
+run ended more than `quiet` ago (its own settling follows the run's end by moments) or whose
+producer went silent (the reaper fails such a run), and a reservation of no chat answer past its
+expiry (one of an answer still running is its answer's to settle, however long it takes). With
+each it gives the characters of text its call produced: the run's stored text from where it
+stood when the call was reserved (`text_offset`) to where the next call of the run began.
 
 Revision ID: 0020
 Revises: 0019
@@ -34,7 +36,7 @@ depends_on = None
 OLD_SIGNATURE = "ap_reserve_spend(text, uuid, numeric, interval, date, date, date)"
 SIGNATURE = (
     "ap_reserve_spend(text, uuid, numeric, interval, date, date, date, text, uuid, text, text,"
-    " integer, uuid)"
+    " integer, uuid, integer)"
 )
 
 
@@ -45,15 +47,16 @@ def app_role() -> str:
 def _reserve(*, with_details: bool) -> str:
     """`ap_reserve_spend`'s body: with the call's details (this migration) or as 0009 made it."""
     params = (
-        ", p_user text, p_thread uuid, p_purpose text, p_model text, p_input integer, p_run uuid"
+        ", p_user text, p_thread uuid, p_purpose text, p_model text, p_input integer, p_run uuid,"
+        " p_offset integer"
         if with_details
         else ""
     )
     columns = "id, org_id, amount_usd, expires_at"
     values = "p_id, p_org, p_amount, now() + p_ttl"
     if with_details:
-        columns += ", user_id, thread_id, purpose, model, input_tokens, run_id"
-        values += ", p_user, p_thread, p_purpose, p_model, p_input, p_run"
+        columns += ", user_id, thread_id, purpose, model, input_tokens, run_id, text_offset"
+        values += ", p_user, p_thread, p_purpose, p_model, p_input, p_run, p_offset"
     uncapped = (
         f"INSERT INTO spend_reservations ({columns}) VALUES ({values});" if with_details else ""
     )
@@ -138,7 +141,10 @@ def upgrade() -> None:
         sa.Column("input_tokens", sa.Integer, nullable=False, server_default="0"),
     )
     op.add_column("spend_reservations", sa.Column("run_id", sa.Uuid))
-    op.create_index("ix_spend_reservations_expiry", "spend_reservations", ["expires_at"])
+    op.add_column(
+        "spend_reservations",
+        sa.Column("text_offset", sa.Integer, nullable=False, server_default="0"),
+    )
     # The reaper's function reads every organization's reservations as the owner.
     _for_owner(
         "CREATE POLICY owner_access ON spend_reservations FOR SELECT TO %I USING (true)",
@@ -154,24 +160,30 @@ def upgrade() -> None:
                        model text, input_tokens integer, run_id uuid, output_chars bigint)
         LANGUAGE sql STABLE SECURITY DEFINER SET search_path = public, pg_temp AS $$
             WITH abandoned AS (
-                SELECT r.*, run.message_id, row_number() OVER (
-                    PARTITION BY r.run_id ORDER BY r.created_at
-                ) AS nth
+                SELECT r.*, run.message_id
                 FROM spend_reservations r
                 LEFT JOIN chat_runs run ON run.id = r.run_id
-                WHERE r.expires_at <= now()
-                   OR (run.status <> 'in_progress' AND r.created_at < now() - quiet)
+                WHERE (run.id IS NULL AND r.expires_at <= now())
+                   OR (run.status <> 'in_progress'
+                       AND (run.finished_at < now() - quiet
+                            OR run.heartbeat_at < now() - 2 * quiet))
                 ORDER BY r.created_at
                 LIMIT max_rows
-            )
-            SELECT a.id, a.org_id, a.user_id, a.thread_id, a.purpose, a.model, a.input_tokens,
-                a.run_id,
-                CASE WHEN a.message_id IS NOT NULL AND a.nth = 1 THEN (
+            ), answered AS (
+                SELECT a.*, (
                     SELECT coalesce(sum(length(part ->> 'text')), 0)
                     FROM chat_messages m, jsonb_array_elements(m.parts) part
                     WHERE m.id = a.message_id AND part ->> 'type' = 'text'
-                ) ELSE 0 END
-            FROM abandoned a
+                ) AS total, lead(a.text_offset) OVER (
+                    PARTITION BY a.run_id ORDER BY a.created_at
+                ) AS next_offset
+                FROM abandoned a
+            )
+            SELECT id, org_id, user_id, thread_id, purpose, model, input_tokens, run_id,
+                CASE WHEN message_id IS NULL THEN 0
+                     ELSE greatest(0, least(coalesce(next_offset, total), total) - text_offset)
+                END
+            FROM answered
         $$
         """
     )
@@ -187,6 +199,8 @@ def downgrade() -> None:
     op.execute(_reserve(with_details=False))
     _grant(OLD_SIGNATURE)
     op.execute("DROP POLICY owner_access ON spend_reservations")
-    op.drop_index("ix_spend_reservations_expiry", "spend_reservations")
-    for column in ("run_id", "input_tokens", "model", "purpose", "thread_id", "user_id"):
+    # Without the reaper, expired reservations would stay for ever (0009 deleted them as it went).
+    op.execute("DELETE FROM spend_reservations WHERE expires_at <= now()")
+    columns = ("text_offset", "run_id", "input_tokens", "model", "purpose", "thread_id", "user_id")
+    for column in columns:
         op.drop_column("spend_reservations", column)

@@ -12,7 +12,7 @@ from application.ports.background_tasks import CANCEL_REQUESTED
 log = logging.getLogger(__name__)
 SHUTTING_DOWN = "shutdown"
 # What a cut answer may take to store its ending and settle its usage.
-RECORD_SECONDS = 2.5
+RECORD_SECONDS = 2.0
 
 
 class AsyncioBackgroundTasks:

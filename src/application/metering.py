@@ -109,11 +109,19 @@ class SpendMeter:
         return input_tokens, output_tokens
 
     async def reserve(
-        self, call: MeteredCall, *, input_tokens: int, output_tokens: int, prompt_tokens: int = 0
+        self,
+        call: MeteredCall,
+        *,
+        input_tokens: int,
+        output_tokens: int,
+        prompt_tokens: int = 0,
+        text_offset: int = 0,
     ) -> Reservation:
         """Reserve the cost of this many tokens; raises `SpendCapReached` when refused.
-        `prompt_tokens` (the prompt's estimate) is what the reaper charges if the call's
-        process dies before it settles."""
+        `prompt_tokens` (the prompt's estimate) and, for a chat answer's call, `text_offset`
+        (how much text the answer had stored before it) are what the reaper charges from if the
+        call's process dies before it settles. A reservation cut short (the task cancelled while
+        it was recorded) is released, not left to be charged for a call never made."""
         reservation = Reservation(str(uuid.uuid4()), call)
         amount = self._prices.cost(call.model, input_tokens, output_tokens)
         pending = PendingCall(
@@ -123,23 +131,28 @@ class SpendMeter:
             model=call.model,
             input_tokens=prompt_tokens,
             run_id=call.run_id,
+            text_offset=text_offset,
         )
-        breaches = await self._ledger.reserve(
-            call.org_id,
-            reservation.id,
-            amount,
-            ttl=self._ttl,
-            periods=current_periods(self._clock.now()),
-            call=pending,
-        )
+        try:
+            breaches = await self._ledger.reserve(
+                call.org_id,
+                reservation.id,
+                amount,
+                ttl=self._ttl,
+                periods=current_periods(self._clock.now()),
+                call=pending,
+            )
+        except BaseException:
+            await self.release(reservation)
+            raise
         if breaches:
             raise SpendCapReached(breaches)
         return reservation
 
     async def reserve_request(
-        self, call: MeteredCall, request: ChatRequest, context_tokens: int
+        self, call: MeteredCall, request: ChatRequest, context_tokens: int, text_offset: int = 0
     ) -> Reservation:
-        """Reserve the worst case of one chat request."""
+        """Reserve the worst case of one chat request (`text_offset` as in `reserve`)."""
         texts = request_texts(request)
         input_tokens, output_tokens = self.worst_case(
             call.model, texts, request.max_output_tokens, context_tokens
@@ -149,6 +162,7 @@ class SpendMeter:
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             prompt_tokens=sum(estimated_tokens(text) for text in texts),
+            text_offset=text_offset,
         )
 
     async def resize(

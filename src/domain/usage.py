@@ -81,7 +81,8 @@ class UsageEntry:
 class PendingCall:
     """A model call under way as its reservation records it: enough to charge an estimate of
     it when the process making it dies before it settles. `input_tokens` is the prompt's
-    estimate; `run_id` the chat answer the call is part of, if any."""
+    estimate; `run_id` the chat answer the call is part of, if any, and `text_offset` how many
+    characters of text that answer had stored when the call began."""
 
     user_id: str | None
     thread_id: str | None
@@ -89,6 +90,7 @@ class PendingCall:
     model: str
     input_tokens: int
     run_id: str | None = None
+    text_offset: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -221,11 +221,12 @@ async def test_bundled_files(client, alice, settings):
     folder = settings.data_dir.resolve() / "objects" / f"orgs/org_a/skills/{sid}"
 
     def stored() -> list[bytes]:
-        return [p.read_bytes() for p in folder.rglob("*") if p.is_file() and p.name[0] != "."]
+        """This skill's scripts stored (another test's skill of the same id may have left
+        objects in the folder: only ours count)."""
+        files = [p for p in folder.rglob("*") if p.is_file() and p.name[0] != "."]
+        return [b for b in (p.read_bytes() for p in files) if b.startswith(b"print(")]
 
-    # (Another test's skill of the same id may have left objects there: only ours count.)
-    ours = [b for b in stored() if b.startswith(b"print(")]
-    assert ours == [b"print('bye')\n"]
+    assert stored() == [b"print('bye')\n"]
     unchanged = await put_file(
         client, alice, sid, "scripts/extract.py", b"print('bye')\n", contentType="text/plain"
     )

@@ -215,12 +215,15 @@ async def test_a_call_is_charged_once_whoever_settles_it_first(app_pool, owner_e
 
 
 async def insert_answer(
-    owner_engine, org: str, status: str, text_parts: list[str]
+    owner_engine, org: str, status: str, text_parts: list[str], ended: str | None
 ) -> tuple[str, str]:
-    """A conversation whose answer (a chat run and its message) is `status`: its thread and
-    run ids."""
+    """A conversation whose answer (a chat run and its message) is `status`, its run ended
+    `ended` ago (an SQL interval; None: not ended) and last beating then: its thread and run
+    ids."""
     thread, message, run = uuid.uuid4(), uuid.uuid4(), uuid.uuid4()
     parts = json.dumps([{"type": "text", "text": t} for t in text_parts])
+    when = f"now() - interval '{ended}'" if ended else "now()"
+    finished = when if ended else "NULL"
     async with owner_engine.begin() as connection:
         for statement, values in (
             (
@@ -234,8 +237,9 @@ async def insert_answer(
                 {"parts": parts},
             ),
             (
-                "INSERT INTO chat_runs (id, org_id, thread_id, message_id, status, created_at) "
-                "VALUES (:run, :org, :thread, :message, :status, now() - interval '5 minutes')",
+                "INSERT INTO chat_runs (id, org_id, thread_id, message_id, status, created_at, "
+                f"heartbeat_at, finished_at) VALUES (:run, :org, :thread, :message, :status, "
+                f"now() - interval '10 minutes', {when}, {finished})",
                 {"status": status},
             ),
         ):
@@ -244,43 +248,52 @@ async def insert_answer(
     return str(thread), str(run)
 
 
+def chat(answer: tuple[str, str], text_offset: int = 0) -> PendingCall:
+    return PendingCall(
+        user_id="user_1", thread_id=answer[0], purpose=UsagePurpose.CHAT,
+        model="openai:gpt-4o-mini", input_tokens=40, run_id=answer[1], text_offset=text_offset,
+    )  # fmt: skip
+
+
 async def test_the_reaper_finds_the_calls_no_process_will_settle(app_pool, owner_engine):
     ledger = PgUsageLedger(app_pool, FairGate(2))
-    ended = await insert_answer(owner_engine, "org_a", "failed", ["Hel", "lo"])
-    running = await insert_answer(owner_engine, "org_b", "in_progress", ["Wor"])
-
-    def chat(answer: tuple[str, str]) -> PendingCall:
-        return PendingCall(
-            user_id="user_1", thread_id=answer[0], purpose=UsagePurpose.CHAT,
-            model="openai:gpt-4o-mini", input_tokens=40, run_id=answer[1],
-        )  # fmt: skip
-
-    first, second, alive, expired = (str(uuid.uuid4()) for _ in range(4))
+    ended = await insert_answer(owner_engine, "org_a", "failed", ["Hel", "lo"], "5 minutes")
+    running = await insert_answer(owner_engine, "org_b", "in_progress", ["Wor"], None)
+    just_ended = await insert_answer(owner_engine, "org_b", "completed", ["Done"], "1 second")
+    first, second, alive, slow, settling, expired = (str(uuid.uuid4()) for _ in range(6))
     await reserve(ledger, "org_a", Decimal(1), TTL, first, chat(ended))
-    await reserve(ledger, "org_a", Decimal(1), TTL, second, chat(ended))
+    await reserve(ledger, "org_a", Decimal(1), TTL, second, chat(ended, text_offset=3))
     await reserve(ledger, "org_b", Decimal(1), TTL, alive, chat(running))
+    # Past its expiry, but its answer is still running: the answer settles it, however long.
+    await reserve(ledger, "org_b", Decimal(1), timedelta(milliseconds=1), slow, chat(running))
+    # Its answer ended a moment ago: its own process is settling it.
+    await reserve(ledger, "org_b", Decimal(1), TTL, settling, chat(just_ended))
     await reserve(ledger, "org_b", Decimal(1), timedelta(milliseconds=1), expired)
     async with owner_engine.begin() as connection:
         await connection.execute(
-            text("UPDATE spend_reservations SET created_at = now() - interval '1 minute'")
+            text("UPDATE spend_reservations SET created_at = now() - interval '6 minutes'")
         )
         await connection.execute(
             text("UPDATE spend_reservations SET created_at = created_at + interval '1 second' "
                  "WHERE id = :id"),
             {"id": uuid.UUID(second)},
         )  # fmt: skip
+    await asyncio.sleep(0.01)
 
     found = {a.reservation_id: a for a in await ledger.abandoned(timedelta(seconds=30), 100)}
 
-    # Still answering: not abandoned. Ended: each of its calls, the text on the first only.
     assert set(found) == {first, second, expired}
-    assert (found[first].org_id, found[first].output_chars) == ("org_a", 5)
+    # Each call of the ended answer is charged the text it produced: "Hel", then "lo".
+    assert (found[first].org_id, found[first].output_chars) == ("org_a", 3)
+    assert found[second].output_chars == 2
     assert found[first].call == chat(ended)
-    assert found[second].output_chars == 0
     assert found[expired].call is not None
     assert found[expired].call.purpose is UsagePurpose.TITLE
     assert found[expired].output_chars == 0
-    # Younger than `quiet`: left to its own process a little longer.
-    assert {a.reservation_id for a in await ledger.abandoned(timedelta(minutes=5), 100)} == {
-        expired
-    }
+    # One of them settled by its own process already: the other still gets only its own text.
+    await ledger.record(entry("org_a", "0.1"), settles=first)
+    again = {a.reservation_id: a for a in await ledger.abandoned(timedelta(seconds=30), 100)}
+    assert again[second].output_chars == 2 and first not in again
+    # Ended less than `quiet` ago: left to its own process a little longer.
+    later = await ledger.abandoned(timedelta(minutes=10), 100)
+    assert {a.reservation_id for a in later} == {expired}

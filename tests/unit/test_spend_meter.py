@@ -3,6 +3,7 @@ settles and releases model calls, on an in-memory ledger."""
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -254,3 +255,20 @@ async def test_the_reaper_charges_an_abandoned_call_its_prompt_and_the_text_it_s
     assert entry.cost_usd == Decimal(100 + 2 * 3)
     assert ledger.settled == ["r-1"]
     assert ledger.released == ["r-2"]
+
+
+async def test_a_reservation_cut_short_is_released_not_left_to_be_charged():
+    class SlowLedger(FakeUsageLedger):
+        async def reserve(self, org_id, reservation_id, amount, **kwargs):
+            admitted = await super().reserve(org_id, reservation_id, amount, **kwargs)
+            await asyncio.sleep(30)  # committed, and the caller is cut before it hears so
+            return admitted
+
+    ledger = SlowLedger()
+    task = asyncio.create_task(meter(ledger).reserve(CALL, input_tokens=10, output_tokens=5))
+    await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    (reserved,) = ledger.calls
+    assert ledger.released == [reserved]

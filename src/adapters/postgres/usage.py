@@ -40,7 +40,7 @@ SETTLE = """
     FROM settled"""
 RESERVE = """
     SELECT period, cap, spent
-    FROM ap_reserve_spend($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)"""
+    FROM ap_reserve_spend($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)"""
 ABANDONED = "SELECT * FROM ap_abandoned_reservations($1, $2)"
 RESIZE = """
     UPDATE spend_reservations SET amount_usd = $2, input_tokens = coalesce($3, input_tokens)
@@ -90,7 +90,7 @@ class PgUsageLedger:
                 *(periods[period].start for period in CapPeriod),
                 call.user_id, uuid.UUID(call.thread_id) if call.thread_id else None,
                 call.purpose.value, call.model, call.input_tokens,
-                uuid.UUID(call.run_id) if call.run_id else None,
+                uuid.UUID(call.run_id) if call.run_id else None, call.text_offset,
             )  # fmt: skip
         return [
             CapStatus(

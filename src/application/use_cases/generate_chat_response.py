@@ -5,9 +5,9 @@ import contextlib
 import json
 import logging
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
@@ -42,6 +42,7 @@ from domain.spend import SpendCapReached, estimated_tokens
 from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 MAX_STEPS = 5
 FLUSH_INTERVAL = 0.15
@@ -199,14 +200,28 @@ class GenerateChatResponse:
         async with progress.flushing:
             if not progress.pending:
                 return
-            chunks, progress.pending = chat_stream.compact(progress.pending), []
-            cancel = await self._runs.append(
-                command.caller.org_id,
-                command.run_id,
-                first_seq=progress.next_seq,
-                chunks=chunks,
-                parts=progress.parts,
+            taken = len(progress.pending)
+            chunks = chat_stream.compact(progress.pending[:taken])
+            appending = asyncio.ensure_future(
+                self._runs.append(
+                    command.caller.org_id,
+                    command.run_id,
+                    first_seq=progress.next_seq,
+                    chunks=chunks,
+                    parts=progress.parts,
+                )
             )
+            try:
+                cancel = await asyncio.shield(appending)
+            except asyncio.CancelledError:
+                # Cut (a shutdown) while storing: the store ends, and the answer's ending is
+                # written after what it stored, not over it.
+                with contextlib.suppress(Exception):
+                    await _to_the_end(appending)
+                    del progress.pending[:taken]
+                    progress.next_seq += len(chunks)
+                raise
+            del progress.pending[:taken]
             progress.next_seq += len(chunks)
             progress.last_flush = time.monotonic()
         if cancel:
@@ -323,14 +338,15 @@ class GenerateChatResponse:
             model=command.agent.model,
             run_id=command.run_id,
         )
-        return await self._meter.reserve_request(call, request, context)
+        stored = sum(len(part["text"]) for part in progress.parts if part.get("type") == "text")
+        return await self._meter.reserve_request(call, request, context, text_offset=stored)
 
 
-async def _to_the_end(work: Coroutine[Any, Any, None]) -> None:
+async def _to_the_end(work: Awaitable[T]) -> T:
     """Run `work` to its end even when the task is cancelled meanwhile (a shutdown cutting
     the answers as it records one): an answer's ending and its usage are always recorded."""
     future = asyncio.ensure_future(work)
     while not future.done():
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(future)
-    future.result()
+    return future.result()

@@ -22,7 +22,7 @@ import structlog
 import uvloop
 from dishka import AsyncContainer
 
-from adapters.background import AsyncioBackgroundTasks
+from adapters.background import RECORD_SECONDS, AsyncioBackgroundTasks
 from adapters.child_processes import resident_bytes
 from adapters.postgres.database import asyncpg_dsn
 from adapters.queue.pgqueuer_worker import release_jobs
@@ -33,8 +33,9 @@ from entrypoints.worker.jobs import build_worker
 from entrypoints.worker.supervisor import RECYCLE_EXIT, WorkerSupervisor
 
 PARENT_GONE_GRACE = 30.0
-# Past its grace, the worker child cuts its answers and records them before it is killed.
-WORKER_RECORD_SECONDS = 1.5
+# Past its grace, the worker child cuts its answers and records them (`RECORD_SECONDS`) before
+# it is killed.
+WORKER_RECORD_SECONDS = RECORD_SECONDS + 0.5
 RECYCLE_CHECK_SECONDS = 10.0
 log = structlog.get_logger("agent_platform.worker")
 
@@ -70,7 +71,7 @@ async def serve_with_worker(
         log.info("shutdown.drained")
 
     try:
-        await GracefulServer(config, drain).serve()
+        await GracefulServer(config, drain, settings.shutdown_grace).serve()
     finally:
         if supervisor is not None:
             await supervisor.stop()

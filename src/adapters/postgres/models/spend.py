@@ -41,10 +41,7 @@ class SpendReservationModel(Base):
     """The worst-case cost of a model call under way, until it settles or expires."""
 
     __tablename__ = "spend_reservations"
-    __table_args__ = (
-        Index("ix_spend_reservations_org_expiry", "org_id", "expires_at"),
-        Index("ix_spend_reservations_expiry", "expires_at"),
-    )
+    __table_args__ = (Index("ix_spend_reservations_org_expiry", "org_id", "expires_at"),)
 
     id: Mapped[uuid.UUID] = mapped_column(Uuid, primary_key=True)
     org_id: Mapped[str] = org_column()
@@ -58,3 +55,4 @@ class SpendReservationModel(Base):
     model: Mapped[str | None] = mapped_column(String(255))
     input_tokens: Mapped[int] = mapped_column(Integer, server_default="0")
     run_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
+    text_offset: Mapped[int] = mapped_column(Integer, server_default="0")
