@@ -10,21 +10,21 @@ import boto3
 import httpx
 from litestar.testing import AsyncTestClient
 
+from entrypoints.config import Settings
 from entrypoints.http.app import create_app
 from tests.http.helpers import association, make_kb, presign
 
 
+def on_s3(settings: Settings, endpoint: str, bucket: str) -> Settings:
+    """`settings` storing in a new `bucket` of the S3 server at `endpoint`."""
+    boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1").create_bucket(Bucket=bucket)
+    return dataclasses.replace(
+        settings, storage="s3", s3_bucket=bucket, s3_endpoint_url=endpoint, s3_path_style=True
+    )
+
+
 async def test_upload_flow_on_s3(settings, database, clean, alice, s3_endpoint):
-    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
-        Bucket="ap-http"
-    )
-    s3_settings = dataclasses.replace(
-        settings,
-        storage="s3",
-        s3_bucket="ap-http",
-        s3_endpoint_url=s3_endpoint,
-        s3_path_style=True,
-    )
+    s3_settings = on_s3(settings, s3_endpoint, "ap-http")
     async with AsyncTestClient(app=create_app(s3_settings, database)) as client:
         kb = await make_kb(client, alice)
         upload = await presign(client, alice, name="a.md", size=5)
@@ -54,14 +54,7 @@ async def test_the_worker_processes_files_stored_in_s3(
     from tests.http.processing_support import HANDBOOK, EmbedderOverride, settle
 
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    s3.create_bucket(Bucket="ap-worker")
-    s3_settings = dataclasses.replace(
-        settings,
-        storage="s3",
-        s3_bucket="ap-worker",
-        s3_endpoint_url=s3_endpoint,
-        s3_path_style=True,
-    )
+    s3_settings = on_s3(settings, s3_endpoint, "ap-worker")
     override = EmbedderOverride(registry)
     async with AsyncTestClient(app=create_app(s3_settings, database, override)) as client:
         kb = await make_kb(client, alice)
@@ -91,16 +84,7 @@ async def test_s3_uploads_are_bound_used_once_and_downloadable(
 ):
     from urllib.parse import parse_qs, urlsplit
 
-    boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1").create_bucket(
-        Bucket="ap-bound"
-    )
-    s3_settings = dataclasses.replace(
-        settings,
-        storage="s3",
-        s3_bucket="ap-bound",
-        s3_endpoint_url=s3_endpoint,
-        s3_path_style=True,
-    )
+    s3_settings = on_s3(settings, s3_endpoint, "ap-bound")
     app = create_app(s3_settings, database)
     async with AsyncTestClient(app=app) as client:
         kb = await make_kb(client, alice)
@@ -154,14 +138,7 @@ async def test_an_s3_address_replayed_after_deletion_leaves_no_object(
     from entrypoints.worker.jobs import build_worker
 
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    s3.create_bucket(Bucket="ap-replay")
-    s3_settings = dataclasses.replace(
-        settings,
-        storage="s3",
-        s3_bucket="ap-replay",
-        s3_endpoint_url=s3_endpoint,
-        s3_path_style=True,
-    )
+    s3_settings = on_s3(settings, s3_endpoint, "ap-replay")
 
     def keys() -> list[str]:
         return [o["Key"] for o in s3.list_objects_v2(Bucket="ap-replay").get("Contents", [])]
@@ -223,14 +200,7 @@ async def test_skill_files_on_s3(settings, database, clean, alice, s3_endpoint):
     import base64
 
     s3 = boto3.client("s3", endpoint_url=s3_endpoint, region_name="us-east-1")
-    s3.create_bucket(Bucket="ap-skills")
-    s3_settings = dataclasses.replace(
-        settings,
-        storage="s3",
-        s3_bucket="ap-skills",
-        s3_endpoint_url=s3_endpoint,
-        s3_path_style=True,
-    )
+    s3_settings = on_s3(settings, s3_endpoint, "ap-skills")
     skill_md = "---\nname: notes\ndescription: Keep notes.\n---\nWrite them down.\n"
     async with AsyncTestClient(app=create_app(s3_settings, database)) as client:
         created = await client.post(
