@@ -39,7 +39,20 @@ def text_end(part_id: str) -> Chunk:
     return {"type": "text-end", "id": part_id}
 
 
-def source_document(source_id: str, *, title: str, filename: str | None) -> Chunk:
+# The key of the platform's own entry in a chunk's `providerMetadata` (the AI SDK's field for
+# what a provider adds to a source): where a cited passage lives, for a client to open it.
+PROVIDER_METADATA_KEY = "agentPlatform"
+
+
+def source_document(
+    source_id: str,
+    *,
+    title: str,
+    filename: str | None,
+    location: dict[str, Any] | None = None,
+) -> Chunk:
+    """A `source-document` chunk; `location` (the knowledge base, file and page of a cited
+    passage) goes in `providerMetadata`, so a client can open the page or the file's text."""
     chunk: Chunk = {
         "type": "source-document",
         "sourceId": source_id,
@@ -48,6 +61,8 @@ def source_document(source_id: str, *, title: str, filename: str | None) -> Chun
     }
     if filename:
         chunk["filename"] = filename
+    if location is not None:
+        chunk["providerMetadata"] = {PROVIDER_METADATA_KEY: location}
     return chunk
 
 

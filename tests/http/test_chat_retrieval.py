@@ -64,3 +64,11 @@ async def test_an_agent_cites_the_passages_it_was_given(both, alice, worker):
     saved = await settled(client, alice, response.headers["x-thread-id"])
     stored = [p for p in saved["messages"][-1]["parts"] if p["type"] == "source-document"]
     assert [p["sourceId"] for p in stored] == [s["sourceId"] for s in sources]
+    # Where each cited passage lives, for the console to open its page or text.
+    (listed,) = (
+        await client.get("/kb/files", params={"kbId": kb["id"]}, headers=alice.headers)
+    ).json()["files"]
+    for part in [*sources, *stored]:
+        assert part["providerMetadata"] == {
+            "agentPlatform": {"kbId": kb["id"], "fileId": listed["fileId"], "pageNumber": 1}
+        }

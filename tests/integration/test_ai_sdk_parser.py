@@ -66,7 +66,12 @@ def test_knowledge_base_sources_become_source_document_parts() -> None:
         chat_stream.start_step(),
         *text("txt_1", "Everyone gets 30 days."),
         chat_stream.source_document("kb1:file7:3", title="Holidays", filename="holidays.md"),
-        chat_stream.source_document("kb1:file9:0", title="Untitled notes", filename=None),
+        chat_stream.source_document(
+            "kb1:file9:0",
+            title="Untitled notes",
+            filename=None,
+            location={"kbId": 1, "fileId": "file9", "pageNumber": 2},
+        ),
         chat_stream.finish_step(),
         chat_stream.finish(),
     ]
@@ -90,6 +95,7 @@ def test_knowledge_base_sources_become_source_document_parts() -> None:
             "sourceId": "kb1:file9:0",
             "mediaType": "text/plain",
             "title": "Untitled notes",
+            "providerMetadata": {"agentPlatform": {"kbId": 1, "fileId": "file9", "pageNumber": 2}},
         },
     ]
 

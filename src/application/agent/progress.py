@@ -68,6 +68,13 @@ class Progress:
             title = passage.file_name
             if passage.page_number is not None:
                 title = f"{passage.file_name}, page {passage.page_number}"
-            chunk = chat_stream.source_document(source_id, title=title, filename=passage.file_name)
+            location = {
+                "kbId": passage.knowledge_base_id,
+                "fileId": passage.file_id,
+                "pageNumber": passage.page_number,
+            }
+            chunk = chat_stream.source_document(
+                source_id, title=title, filename=passage.file_name, location=location
+            )
             self.emit(chunk)
             self.parts.append({k: v for k, v in chunk.items()})
