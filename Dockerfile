@@ -9,6 +9,16 @@
 # PostgreSQL with pgvector (see compose.yaml).
 
 ARG PYTHON_IMAGE=python:3.11-slim
+ARG NODE_IMAGE=node:20-slim
+
+# The web console (console/, React + Vite), built once here: the Python stage below copies
+# console/dist, so the wheel's build hook (hatch_build.py) finds it built and needs no Node.
+FROM ${NODE_IMAGE} AS console
+WORKDIR /console
+COPY console/package.json console/package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY console/ ./
+RUN npm run build && test -f dist/index.html
 
 FROM ${PYTHON_IMAGE} AS build
 ARG EXTRAS=local
@@ -36,8 +46,11 @@ RUN if [ "$EXTRAS" = local ]; then \
     fi
 COPY src src
 COPY migrations migrations
-# A regular install: the wheel carries the Alembic migrations beside their runner. Its
-# dependencies at the versions constraints.txt names, as `make test` ran them.
+COPY hatch_build.py ./
+COPY --from=console /console/dist console/dist
+# A regular install: the wheel carries the Alembic migrations beside their runner and the built
+# console (served at /console/). Its dependencies at the versions constraints.txt names, as
+# `make test` ran them.
 RUN PIP_ONLY_BINARY=llama-cpp-python /opt/venv/bin/pip install -c constraints.txt \
     ".${EXTRAS:+[$EXTRAS]}"
 

@@ -6,6 +6,7 @@ one the CLI has."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 import tomllib
@@ -135,3 +136,104 @@ def test_what_the_dockerfile_copies_exists_and_is_not_ignored():
     for source in sources:
         assert (ROOT / source).exists(), source
         assert any(source == a or source.startswith(a + "/") for a in allowed), source
+
+
+# ---- the web console: built in a Node stage, carried by the wheel
+
+
+def test_the_dockerfile_builds_the_console_in_a_node_stage_before_the_install():
+    assert re.search(r"^ARG NODE_IMAGE=node:20-slim$", DOCKERFILE, re.M)
+    assert re.search(r"^FROM \$\{NODE_IMAGE\} AS console$", DOCKERFILE, re.M)
+    node_stage = DOCKERFILE[DOCKERFILE.index("AS console") : DOCKERFILE.index("AS build")]
+    assert "RUN npm ci" in node_stage and "npm run build" in node_stage
+    copied = DOCKERFILE.index("COPY --from=console /console/dist console/dist")
+    install = DOCKERFILE.index("/opt/venv/bin/pip install -c constraints.txt")
+    assert DOCKERFILE.index("COPY hatch_build.py") < install and copied < install
+
+
+def test_the_wheel_carries_the_built_console_and_the_sdist_its_sources():
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    wheel = project["tool"]["hatch"]["build"]["targets"]["wheel"]
+    assert wheel["hooks"]["custom"]["path"] == "hatch_build.py"
+    assert (ROOT / "hatch_build.py").is_file()
+    sdist = project["tool"]["hatch"]["build"]["targets"]["sdist"]
+    assert {"console/node_modules", "console/dist"} <= set(sdist["exclude"])
+    ignored = (ROOT / ".gitignore").read_text().splitlines()
+    for path in ("console/node_modules/", "console/dist/", "src/entrypoints/http/console_dist/"):
+        assert path in ignored, path
+    assert "playwright==1.65.2" in project["project"]["optional-dependencies"]["dev"]
+    assert "playwright==1.65.2" in (ROOT / "constraints.txt").read_text().splitlines()
+
+
+@pytest.fixture
+def hook_module(monkeypatch):
+    """hatch_build.py, with a stand-in for hatchling's base class when hatchling (a build-time
+    dependency only) is not installed here."""
+    import importlib.util
+    import sys
+    import types
+
+    try:
+        import hatchling.builders.hooks.plugin.interface  # noqa: F401
+    except ImportError:
+        names = ("hatchling", "hatchling.builders", "hatchling.builders.hooks")
+        for name in (*names, "hatchling.builders.hooks.plugin"):
+            monkeypatch.setitem(sys.modules, name, types.ModuleType(name))
+        interface = types.ModuleType("hatchling.builders.hooks.plugin.interface")
+        interface.BuildHookInterface = type("BuildHookInterface", (), {})
+        monkeypatch.setitem(sys.modules, interface.__name__, interface)
+    spec = importlib.util.spec_from_file_location("hatch_build", ROOT / "hatch_build.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def run_hook(module: Any, root: Path, target: str, version: str) -> dict[str, Any]:
+    hook = module.ConsoleBuildHook.__new__(module.ConsoleBuildHook)
+    # hatchling's own attributes, as its builder sets them.
+    type(hook).root = property(lambda self: str(root))
+    type(hook).target_name = property(lambda self: target)
+    build_data: dict[str, Any] = {"force_include": {}}
+    hook.initialize(version, build_data)
+    return build_data
+
+
+def test_the_build_hook_packs_a_built_console_and_leaves_editable_installs_alone(
+    hook_module, tmp_path
+):
+    dist = tmp_path / "console" / "dist"
+    dist.mkdir(parents=True)
+    (dist / "index.html").write_text("<!doctype html>")
+    packed = run_hook(hook_module, tmp_path, "wheel", "standard")
+    assert packed["force_include"] == {str(dist): "entrypoints/http/console_dist"}
+    assert run_hook(hook_module, tmp_path, "wheel", "editable")["force_include"] == {}
+    assert run_hook(hook_module, tmp_path, "sdist", "standard")["force_include"] == {}
+
+
+def test_the_build_hook_says_what_is_missing_to_build_the_console(
+    hook_module, tmp_path, monkeypatch
+):
+    (tmp_path / "console").mkdir()
+    with pytest.raises(RuntimeError, match=r"package\.json is missing"):
+        run_hook(hook_module, tmp_path, "wheel", "standard")
+    (tmp_path / "console" / "package.json").write_text("{}")
+    monkeypatch.setattr(hook_module.shutil, "which", lambda name: None)
+    with pytest.raises(RuntimeError, match=r"needs Node\.js .* and npm"):
+        run_hook(hook_module, tmp_path, "wheel", "standard")
+
+
+def test_the_build_hook_rebuilds_a_console_older_than_its_sources(hook_module, tmp_path):
+    console = tmp_path / "console"
+    (console / "src").mkdir(parents=True)
+    (console / "dist").mkdir()
+    source = console / "src" / "main.tsx"
+    source.write_text("export {}")
+    built = console / "dist" / "index.html"
+    built.write_text("<!doctype html>")
+    os.utime(source, (1_000, 1_000))
+    assert not hook_module.stale(console)
+    os.utime(built, (500, 500))  # a source changed since the build: it would ship stale
+    assert hook_module.stale(console)
+    built.unlink()
+    assert hook_module.stale(console)

@@ -29,6 +29,10 @@ from domain.skills import SkillLimits
 from domain.usage import ModelPrice
 
 LOG_FORMATS = ("console", "json")
+DEFAULT_CONSOLE_OIDC_SCOPE = "openid profile email offline_access"
+# RFC 6749 §3.3: a scope is space-separated tokens of printable ASCII but `"` and `\`.
+_SCOPE_TOKEN = re.compile(r"^[\x21\x23-\x5b\x5d-\x7e]+$")
+_CLIENT_ID = re.compile(r"^[\x21-\x7e]{1,256}$")
 STORAGES = ("local", "s3")
 DEFAULT_EMBEDDING_PART_SIZE = 64
 """Passages per `file.embed` job for a file with more than that."""
@@ -117,6 +121,15 @@ class Settings:
     # the worker as the schema owner (0: none); its build may use this much memory.
     vector_index_min_passages: int = DEFAULT_MIN_PASSAGES
     vector_index_memory_mb: int = 1024
+    # The web console (`/console/`): the folder of its build (None: the packaged copy, else the
+    # repository's console/dist), the OpenID client it signs in with, and the lifetime of the
+    # tokens its development sign-in issues.
+    console_dir: Path | None = None
+    console_oidc_client_id: str | None = None
+    console_oidc_scope: str = DEFAULT_CONSOLE_OIDC_SCOPE
+    console_token_ttl: int = 3600
+    # Who may use the development sign-in: clients on this machine only, or any client.
+    console_dev_sign_in: str = "loopback"
 
     @property
     def effective_public_url(self) -> str:
@@ -272,10 +285,22 @@ class Settings:
                 "AP_VECTOR_INDEX_MIN_PASSAGES", DEFAULT_MIN_PASSAGES, 0, 2_000_000_000
             ),
             vector_index_memory_mb=integer("AP_VECTOR_INDEX_MEMORY_MB", 1024, 64, 2**20),
+            console_dir=_folder("AP_CONSOLE_DIR", text("AP_CONSOLE_DIR"), problems),
+            console_oidc_client_id=text("AP_CONSOLE_OIDC_CLIENT_ID"),
+            console_oidc_scope=" ".join((text("AP_CONSOLE_OIDC_SCOPE") or "").split())
+            or DEFAULT_CONSOLE_OIDC_SCOPE,
+            console_token_ttl=integer("AP_CONSOLE_TOKEN_TTL", 3600, 60, 86_400),
+            console_dev_sign_in=choice(
+                "AP_CONSOLE_DEV_SIGN_IN", "loopback", ("loopback", "anywhere")
+            ),
         )
-        problems.extend(_identity_problems(settings))
-        problems.extend(_inbound_email_problems(settings))
-        problems.extend(_metrics_problems(settings))
+        for check in (
+            _identity_problems,
+            _inbound_email_problems,
+            _metrics_problems,
+            _console_problems,
+        ):
+            problems.extend(check(settings))
         if problems:
             raise ConfigError(problems)
         return settings
@@ -288,6 +313,37 @@ def _identity_problems(settings: Settings) -> list[str]:
         problems.append("AP_IDENTITY_WEBHOOK_SECRET must be a whsec_ secret of at least 24 bytes")
     if settings.identity_directory == "clerk" and not settings.clerk_secret_key:
         problems.append("AP_CLERK_SECRET_KEY is required when AP_IDENTITY_DIRECTORY=clerk")
+    return problems
+
+
+def _folder(name: str, value: str | None, problems: list[str]) -> Path | None:
+    if value is None:
+        return None
+    path = Path(value).expanduser()
+    if not path.is_dir():
+        problems.append(f"{name}={value!r} must be an existing folder")
+    return path
+
+
+def _console_problems(settings: Settings) -> list[str]:
+    problems = []
+    client_id = settings.console_oidc_client_id
+    if client_id is not None and not _CLIENT_ID.fullmatch(client_id):
+        problems.append("AP_CONSOLE_OIDC_CLIENT_ID must be 1 to 256 printable ASCII characters")
+    scope = settings.console_oidc_scope.split(" ")
+    if not all(_SCOPE_TOKEN.fullmatch(token) for token in scope) or "openid" not in scope:
+        problems.append(
+            "AP_CONSOLE_OIDC_SCOPE must be space-separated OAuth scopes, openid among them"
+        )
+    issuer = urlsplit(settings.auth_issuer or "")
+    if (
+        client_id
+        and not settings.dev_identity
+        and not (issuer.scheme in ("http", "https") and issuer.netloc)
+    ):
+        problems.append(
+            "AP_CONSOLE_OIDC_CLIENT_ID needs AP_AUTH_ISSUER to be the provider's http(s) URL"
+        )
     return problems
 
 

@@ -34,6 +34,11 @@ def test_serve_answers_and_stops_its_database_on_sigterm(tmp_path):
     assert all(line["request_id"] and line["timestamp"] for line in requests)
     (ready,) = [line for line in lines if line.get("event") == "serve.ready"]
     assert ready["url"] == server.base and " token --org " in ready["token_command"]
+    # The console's address when built (no sign-in token in a log line), how to build it
+    # otherwise.
+    assert ready.get("console_url") == f"{base}/console/" or (
+        ready.get("console_build") == "make console"
+    )
     time.sleep(1)
     leftovers = [
         p
@@ -44,7 +49,13 @@ def test_serve_answers_and_stops_its_database_on_sigterm(tmp_path):
 
 
 def test_serve_prints_its_address_and_how_to_get_a_token_once_it_listens(tmp_path):
-    server = Server(tmp_path / "data", {"AP_LOG_FORMAT": "console", "AP_LOG_LEVEL": "info"})
+    console = tmp_path / "console"  # a built console, as `make serve` builds it
+    console.mkdir()
+    (console / "index.html").write_text("<!doctype html><title>console</title>")
+    server = Server(
+        tmp_path / "data",
+        {"AP_LOG_FORMAT": "console", "AP_LOG_LEVEL": "info", "AP_CONSOLE_DIR": str(console)},
+    )
     server.start(timeout=60)
     try:
         deadline = time.monotonic() + 10
@@ -53,16 +64,22 @@ def test_serve_prints_its_address_and_how_to_get_a_token_once_it_listens(tmp_pat
             time.sleep(0.2)
         output = server.output()
         banner = output[output.index("Agent Platform is ready") :].splitlines()
-        rows = [line.strip().split("  ", 1) for line in banner[1:4]]
+        rows = [line.strip().split("  ", 1) for line in banner[1:5]]
         assert [(label, value.strip()) for label, value in rows[:2]] == [
             ("API", server.base),
             ("API reference", f"{server.base}/schema"),
         ]
-        label, command = rows[2][0], rows[2][1].strip()
+        # The console's hand-off link signs in as the README's administrator.
+        label, link = rows[2][0], rows[2][1].strip()
+        assert label == "Console" and link.startswith(f"{server.base}/console/#access_token=")
+        page = httpx.get(link.partition("#")[0])
+        assert page.status_code == 200 and "<title>console</title>" in page.text
+        handed = {"Authorization": f"Bearer {link.partition('#access_token=')[2]}"}
+        assert httpx.get(f"{server.base}/admin/getUsersInOrg", headers=handed).status_code == 200
+        label, command = rows[3][0], rows[3][1].strip()
         assert label == "Get a token" and "agent-platform token --org " in command
         # After uvicorn's own line: the banner comes once the socket is bound.
         assert output.index("Uvicorn running on") < output.index("Agent Platform is ready")
-        assert "Console" not in output  # no console is served yet
         # The command, run as printed in a shell with no AP_* setting, gives a token this
         # server accepts.
         env = {name: value for name, value in os.environ.items() if not name.startswith("AP_")}

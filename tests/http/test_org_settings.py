@@ -396,3 +396,43 @@ async def test_a_request_reads_spend_on_its_own_connection(settings, database, i
     assert read_back.json()["spendCapStatus"]["daily"]["spent"] == 0
     # Closed only once answered: a connection stuck in a request would hold the pool's close.
     await client.__aexit__(None, None, None)
+
+
+async def test_every_member_reads_what_the_console_shows_and_not_the_caps(client, admin, member):
+    plain = member("org_a", "user_plain", "member")
+    outsider = member("org_b", "user_other", "admin")
+    agent = await make_agent(client, admin)
+    saved = await save(
+        client,
+        admin,
+        {
+            "defaultAgentId": agent["id"],
+            "spendCaps": {"daily": 5},
+            "sidebarPinnedAppIds": [agent["id"], 999],
+            "sidebarLinks": [{"label": "Wiki", "url": "https://wiki.example/", "icon": "book"}],
+            "feedbackModal": {"customHtml": "<p onclick='x()'>Tell us</p>"},
+        },
+    )
+    assert saved.status_code == 200, saved.text
+    assert (await client.get("/orgSettings", headers=plain.headers)).status_code == 403
+
+    response = await client.get("/orgSettings/console", headers=plain.headers)
+
+    assert response.status_code == 200, response.text
+    assert response.json() == {
+        "defaultAgentId": agent["id"],
+        "sidebarPinnedAppIds": [agent["id"], 999],
+        "sidebarLinks": [{"label": "Wiki", "url": "https://wiki.example/", "icon": "book"}],
+        "feedbackModal": {"customHtml": "<p>Tell us</p>"},
+    }
+    other = await client.get("/orgSettings/console", headers=outsider.headers)
+    assert other.json() == {
+        "defaultAgentId": None,
+        "sidebarPinnedAppIds": [],
+        "sidebarLinks": [],
+        "feedbackModal": {"customHtml": ""},
+    }
+    deleted = await client.delete(f"/agents?agentId={agent['id']}", headers=admin.headers)
+    assert deleted.status_code == 200, deleted.text
+    after = await client.get("/orgSettings/console", headers=plain.headers)
+    assert after.json()["defaultAgentId"] is None

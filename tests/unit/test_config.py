@@ -152,3 +152,53 @@ def test_vector_index_settings_are_read_and_checked():
         Settings.from_env({"AP_VECTOR_INDEX_MIN_PASSAGES": "-1", "AP_VECTOR_INDEX_MEMORY_MB": "8"})
     for name in ("AP_VECTOR_INDEX_MIN_PASSAGES", "AP_VECTOR_INDEX_MEMORY_MB"):
         assert name in str(refused.value)
+
+
+def test_console_settings_are_read(tmp_path):
+    defaults = Settings.from_env({})
+    assert defaults.console_dir is None and defaults.console_oidc_client_id is None
+    assert defaults.console_oidc_scope == "openid profile email offline_access"
+    assert defaults.console_token_ttl == 3600
+    assert defaults.console_dev_sign_in == "loopback"
+    anywhere = Settings.from_env({"AP_CONSOLE_DEV_SIGN_IN": "Anywhere"})
+    assert anywhere.console_dev_sign_in == "anywhere"
+    settings = Settings.from_env(
+        {
+            "AP_CONSOLE_DIR": str(tmp_path),
+            "AP_AUTH_JWKS_URL": "https://idp.example/.well-known/jwks.json",
+            "AP_AUTH_ISSUER": "https://idp.example",
+            "AP_CONSOLE_OIDC_CLIENT_ID": "agent-console",
+            "AP_CONSOLE_OIDC_SCOPE": "openid  email",
+            "AP_CONSOLE_TOKEN_TTL": "600",
+        }
+    )
+    assert settings.console_dir == tmp_path
+    assert settings.console_oidc_client_id == "agent-console"
+    assert settings.console_oidc_scope == "openid email"
+    assert settings.console_token_ttl == 600
+
+
+@pytest.mark.parametrize(
+    ("environ", "problem"),
+    [
+        ({"AP_CONSOLE_DIR": "/nonexistent/console"}, "AP_CONSOLE_DIR"),
+        ({"AP_CONSOLE_TOKEN_TTL": "10"}, "AP_CONSOLE_TOKEN_TTL"),
+        ({"AP_CONSOLE_DEV_SIGN_IN": "everyone"}, "AP_CONSOLE_DEV_SIGN_IN"),
+        ({"AP_CONSOLE_TOKEN_TTL": "a day"}, "AP_CONSOLE_TOKEN_TTL"),
+        ({"AP_CONSOLE_OIDC_SCOPE": "profile email"}, "AP_CONSOLE_OIDC_SCOPE"),
+        ({"AP_CONSOLE_OIDC_SCOPE": 'openid "x"'}, "AP_CONSOLE_OIDC_SCOPE"),
+        ({"AP_CONSOLE_OIDC_CLIENT_ID": "a b"}, "AP_CONSOLE_OIDC_CLIENT_ID"),
+        (
+            {
+                "AP_AUTH_JWKS_URL": "https://idp.example/jwks.json",
+                "AP_AUTH_ISSUER": "idp-without-a-url",
+                "AP_CONSOLE_OIDC_CLIENT_ID": "console",
+            },
+            "AP_CONSOLE_OIDC_CLIENT_ID needs AP_AUTH_ISSUER",
+        ),
+    ],
+)
+def test_console_settings_are_checked_at_start(environ, problem):
+    with pytest.raises(ConfigError) as error:
+        Settings.from_env(environ)
+    assert any(problem in p for p in error.value.problems), error.value.problems

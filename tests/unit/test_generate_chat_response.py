@@ -191,6 +191,7 @@ async def test_knowledge_base_passages_go_into_the_prompt_and_come_back_as_sourc
         "mediaType": "text/plain",
         "title": "handbook.pdf, page 3",
         "filename": "handbook.pdf",
+        "providerMetadata": {"agentPlatform": {"kbId": 1, "fileId": "f1", "pageNumber": 3}},
     }
     assert [p["type"] for p in world.runs.parts["run-1"]] == [
         "text",

@@ -35,7 +35,8 @@ UNAUTHORIZED = "Unauthorized"
 _ID = re.compile(r"^[A-Za-z0-9_.:@|+=-]{1,128}$")
 # An organization id also names a storage prefix (`orgs/<id>/`): it starts with a letter or
 # digit, so that `.` and `..` are never one.
-_ORG_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:@|+=-]{0,127}$")
+ORG_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@|+=-]{0,127}$"
+_ORG_ID = re.compile(ORG_ID_PATTERN)
 TIME_CLAIMS = ("exp", "iat", "nbf")
 MAX_TOKEN_LENGTH = 16 * 1024
 log = structlog.get_logger(__name__)

@@ -16,8 +16,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 import aioboto3
+import botocore.session
 from botocore.config import Config
 from botocore.exceptions import ClientError
 
@@ -148,13 +150,8 @@ def _seconds(expires_at: datetime) -> int:
     return max(1, min(seconds, MAX_PRESIGN_SECONDS))
 
 
-@asynccontextmanager
-async def s3_client(
-    *, endpoint_url: str | None, region: str, path_style: bool
-) -> AsyncIterator[Any]:
-    """One long-lived client; credentials come from the standard AWS chain."""
-    session = aioboto3.Session()
-    config = Config(
+def _config(path_style: bool) -> Config:
+    return Config(
         signature_version="s3v4",
         s3={"addressing_style": "path" if path_style else "auto"},
         # Three attempts (botocore's backoff: at most 3 s in all) and a short connect timeout:
@@ -163,7 +160,34 @@ async def s3_client(
         retries={"max_attempts": 3, "mode": "standard"},
         connect_timeout=5,
     )
+
+
+@asynccontextmanager
+async def s3_client(
+    *, endpoint_url: str | None, region: str, path_style: bool
+) -> AsyncIterator[Any]:
+    """One long-lived client; credentials come from the standard AWS chain."""
+    session = aioboto3.Session()
     async with session.client(
-        "s3", endpoint_url=endpoint_url, region_name=region, config=config
+        "s3", endpoint_url=endpoint_url, region_name=region, config=_config(path_style)
     ) as client:
         yield client
+
+
+def signed_address_origin(
+    *, bucket: str, endpoint_url: str | None, region: str, path_style: bool
+) -> str:
+    """The origin (`scheme://host[:port]`) of the signed addresses this store hands out, as
+    botocore builds them (virtual-hosted or path-style, AWS or another endpoint): what a browser
+    PUTs an upload to. Signing is local: placeholder credentials, no request is made."""
+    client = botocore.session.get_session().create_client(
+        "s3",
+        endpoint_url=endpoint_url,
+        region_name=region,
+        aws_access_key_id="origin",
+        aws_secret_access_key="origin",  # noqa: S106 (signs nothing that is sent)
+        config=_config(path_style),
+    )
+    url = client.generate_presigned_url("put_object", Params={"Bucket": bucket, "Key": "k"})
+    parts = urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc}"

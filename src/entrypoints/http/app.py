@@ -21,9 +21,11 @@ from adapters.postgres.cancel_listener import PgCancelListener
 from application.ports.token_verifier import TokenVerifier
 from entrypoints.config import Settings
 from entrypoints.database import Database
+from entrypoints.http.console import ConsoleSite, console_files
 from entrypoints.http.controllers.admin import AdminController
 from entrypoints.http.controllers.agents import AgentController
 from entrypoints.http.controllers.chat import ChatController
+from entrypoints.http.controllers.console import console_routes
 from entrypoints.http.controllers.conversations import ConversationController
 from entrypoints.http.controllers.downloads import download_file
 from entrypoints.http.controllers.files import FileController
@@ -98,6 +100,9 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         jwks,
         identity_webhook,
         inbound_email,
+        # The web console: its files, client-side routes and config.json, and its sign-in.
+        console_files,
+        *console_routes(settings),
     ]
     if settings.storage == "local":
         handlers += [receive_upload, serve_download]
@@ -143,6 +148,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         logging_config=None,
     )
     app.state.dishka_container = container
+    app.state.console = ConsoleSite.for_settings(settings)
     app.state.http_metrics = HttpMetrics()
     app.state.allowed_methods = allowed_methods(app)
     plugin = app.plugins.get(OpenAPIPlugin)

@@ -34,6 +34,7 @@ PUBLIC_PATHS = (
     r"^/metrics$",  # its own bearer token when AP_METRICS_TOKEN is set
     r"^/webhooks/identity$",  # signed by the identity provider instead
     r"^/webhooks/inbound-email$",  # signed by the mail provider instead
+    r"^/console(/|$)",  # the web console's files, config.json and development sign-in
 )
 # Names and values of a request's headers together; `serve` refuses a larger head before it
 # reaches the app (entrypoints.http.server), this holds under any other server.

@@ -14,6 +14,7 @@ from typing import Annotated
 import msgspec
 from msgspec import UNSET, Meta, UnsetType
 
+from application.use_cases.get_console_layout import ConsoleLayout
 from application.use_cases.get_org_settings import OrgSettingsView
 from domain.errors import Invalid, field_error
 from domain.ids import MAX_BIGINT
@@ -168,6 +169,27 @@ class OrgSettingsOut(Camel):
                 for link in settings.sidebar_links
             ],
             feedback_modal=FeedbackModalOut(custom_html=settings.custom_html),
+        )
+
+
+class ConsoleLayoutResponse(Camel):
+    """The settings every member's console shows (`GET /orgSettings/console`)."""
+
+    default_agent_id: int | None
+    sidebar_pinned_app_ids: list[int]
+    sidebar_links: list[SidebarLinkOut]
+    feedback_modal: FeedbackModalOut
+
+    @classmethod
+    def of(cls, layout: ConsoleLayout) -> ConsoleLayoutResponse:
+        return cls(
+            default_agent_id=layout.default_agent_id,
+            sidebar_pinned_app_ids=list(layout.sidebar_pinned_app_ids),
+            sidebar_links=[
+                SidebarLinkOut(label=link.label, url=link.url, icon=link.icon)
+                for link in layout.sidebar_links
+            ],
+            feedback_modal=FeedbackModalOut(custom_html=layout.custom_html),
         )
 
 

@@ -10,6 +10,7 @@ from adapters.postgres.org_settings import PgOrgSettingsRepository, PgSpendTotal
 from application.ports.html_sanitizer import HtmlSanitizer
 from application.ports.org_settings_repository import OrgSettingsRepository
 from application.ports.spend_totals import SpendTotals
+from application.use_cases.get_console_layout import GetConsoleLayout
 from application.use_cases.get_org_settings import GetOrgSettings
 from application.use_cases.replace_org_settings import ReplaceOrgSettings
 
@@ -22,4 +23,4 @@ class OrgSettingsProvider(Provider):
     settings = provide(PgOrgSettingsRepository, provides=OrgSettingsRepository)
     totals = provide(PgSpendTotals, provides=SpendTotals)
     sanitizer = provide(Nh3HtmlSanitizer, provides=HtmlSanitizer, scope=Scope.APP)
-    use_cases = provide_all(GetOrgSettings, ReplaceOrgSettings)
+    use_cases = provide_all(GetOrgSettings, GetConsoleLayout, ReplaceOrgSettings)

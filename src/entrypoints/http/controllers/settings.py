@@ -8,6 +8,7 @@ from dishka import FromDishka
 from litestar import Controller, get, put
 from litestar.params import JSONBody
 
+from application.use_cases.get_console_layout import GetConsoleLayout, GetConsoleLayoutQuery
 from application.use_cases.get_org_settings import GetOrgSettings, GetOrgSettingsQuery
 from application.use_cases.replace_org_settings import (
     ReplaceOrgSettings,
@@ -19,7 +20,11 @@ from domain.org_settings import require_console_access
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.rules import access
-from entrypoints.http.settings_schemas import OrgSettingsBody, OrgSettingsResponse
+from entrypoints.http.settings_schemas import (
+    ConsoleLayoutResponse,
+    OrgSettingsBody,
+    OrgSettingsResponse,
+)
 
 SPEND_CAP_STATUS = (
     "`spendCapStatus` has an entry for each cap set: the cap, what the organization's model "
@@ -45,6 +50,21 @@ class OrgSettingsController(Controller):
     ) -> OrgSettingsResponse:
         view = await use_case.execute(GetOrgSettingsQuery(caller=caller))
         return OrgSettingsResponse.of(view)
+
+    @get(
+        "/console",
+        summary="What of the settings every member's console shows",
+        description="Any member: the default agent (null when it was deleted since), the "
+        "pinned agents, the sidebar links and the feedback modal's sanitized HTML; not the spend "
+        "caps or the service agent, which need administrative console access (`GET "
+        "/orgSettings`). An organization that never saved gets the defaults.",
+    )
+    @inject
+    async def console_layout(
+        self, caller: FromDishka[Caller], use_case: FromDishka[GetConsoleLayout]
+    ) -> ConsoleLayoutResponse:
+        layout = await use_case.execute(GetConsoleLayoutQuery(caller=caller))
+        return ConsoleLayoutResponse.of(layout)
 
     @put(
         responses=body_errors(403),
