@@ -13,6 +13,9 @@ import './styles.css'
 consumeHandoff()
 dropExpiredToken()
 startAuth()
+// A hand-off link pasted into a tab where the console is open changes only the fragment: no
+// reload, so the token is taken (and removed from the address bar) here.
+window.addEventListener('hashchange', () => consumeHandoff())
 
 // Whoever signs in next must not see the previous person's cached data (the chat sessions
 // and the upload queues clear themselves the same way).

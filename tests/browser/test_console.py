@@ -34,6 +34,28 @@ from tests.integration.extraction_samples import pdf
 # --- Signing in ----------------------------------------------------------------------------------
 
 
+def test_a_hand_off_link_for_someone_else_asks_before_switching(console, guard: Guard):
+    page = open_signed_in(guard, console.handoff(console.token("org_ada", "user_ada")))
+    facts = page.get_by_test_id("user-facts")
+    expect(facts).to_contain_text("user_ada")
+    # A link for another identity pasted into the open tab: only the fragment changes.
+    other = console.token("org_mallory", "user_mallory")
+    page.evaluate("token => { location.hash = 'access_token=' + token }", other)
+
+    prompt = page.get_by_role("dialog", name="Switch to user_mallory of org_mallory?")
+    expect(prompt).to_be_visible()
+    assert "access_token" not in page.url, page.url
+    prompt.get_by_role("button", name="Stay signed in as user_ada").click()
+    expect(facts).to_contain_text("user_ada")
+    stored = page.evaluate("JSON.stringify(Object.values(sessionStorage))")
+    assert other not in stored
+
+    page.evaluate("token => { location.hash = 'access_token=' + token }", other)
+    page.get_by_role("dialog").get_by_role("button", name="Switch", exact=True).click()
+    expect(facts).to_contain_text("user_mallory")
+    assert "access_token" not in page.url, page.url
+
+
 def test_sign_in_on_the_development_page_lands_on_the_chat(console, guard: Guard):
     page = guard.new_page()
     page.goto(console.url)

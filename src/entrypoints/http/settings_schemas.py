@@ -28,6 +28,7 @@ from domain.org_settings import (
     MAX_PINNED_APPS,
     MAX_SIDEBAR_LINKS,
     OrgSettings,
+    SidebarLink,
     parse_settings,
 )
 from domain.spend import CapPeriod, CapStatus
@@ -144,6 +145,10 @@ class SidebarLinkOut(Camel):
     url: str
     icon: str
 
+    @classmethod
+    def each(cls, links: tuple[SidebarLink, ...]) -> list[SidebarLinkOut]:
+        return [cls(label=link.label, url=link.url, icon=link.icon) for link in links]
+
 
 class FeedbackModalOut(Camel):
     custom_html: str
@@ -164,10 +169,7 @@ class OrgSettingsOut(Camel):
             default_agent_id=settings.default_agent_id,
             spend_caps=SpendCaps.of(settings),
             sidebar_pinned_app_ids=list(settings.sidebar_pinned_app_ids),
-            sidebar_links=[
-                SidebarLinkOut(label=link.label, url=link.url, icon=link.icon)
-                for link in settings.sidebar_links
-            ],
+            sidebar_links=SidebarLinkOut.each(settings.sidebar_links),
             feedback_modal=FeedbackModalOut(custom_html=settings.custom_html),
         )
 
@@ -185,10 +187,7 @@ class ConsoleLayoutResponse(Camel):
         return cls(
             default_agent_id=layout.default_agent_id,
             sidebar_pinned_app_ids=list(layout.sidebar_pinned_app_ids),
-            sidebar_links=[
-                SidebarLinkOut(label=link.label, url=link.url, icon=link.icon)
-                for link in layout.sidebar_links
-            ],
+            sidebar_links=SidebarLinkOut.each(layout.sidebar_links),
             feedback_modal=FeedbackModalOut(custom_html=layout.custom_html),
         )
 
