@@ -53,6 +53,7 @@ class OrgSettingsController(Controller):
 
     @get(
         "/console",
+        responses=errors(403),
         summary="What of the settings every member's console shows",
         description="Any member: the default agent (null when it was deleted since), the "
         "pinned agents, the sidebar links and the feedback modal's sanitized HTML; not the spend "
