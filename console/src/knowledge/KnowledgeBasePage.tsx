@@ -24,7 +24,7 @@ import {
   isFailed,
   isTerminal,
 } from './format'
-import { ConfirmDialog, KnowledgeBaseFormDialog, StatusBadge } from './parts'
+import { ConfirmDialog, KnowledgeBaseFormDialog, RowButton, StatusBadge } from './parts'
 import { filesPollInterval, resetPolling } from './polling'
 import { SearchPanel } from './SearchPanel'
 import type { FileListResponse, KbFile, KnowledgeBase } from './types'
@@ -301,7 +301,7 @@ function FileTable({ kbId, files }: { kbId: number; files: KbFile[] }) {
           </div>
         )}
       </div>
-      <p className="kb-visually-hidden" aria-live="polite">
+      <p className="visually-hidden" aria-live="polite">
         {notice}
       </p>
       <ErrorNote error={actionError} />
@@ -319,7 +319,7 @@ function FileTable({ kbId, files }: { kbId: number; files: KbFile[] }) {
                 <th scope="col">Pages</th>
                 <th scope="col">Added</th>
                 <th scope="col">
-                  <span className="kb-visually-hidden">Actions</span>
+                  <span className="visually-hidden">Actions</span>
                 </th>
               </tr>
             </thead>
@@ -339,7 +339,7 @@ function FileTable({ kbId, files }: { kbId: number; files: KbFile[] }) {
                     </td>
                     <td data-label="Status" className="kb-cell-status">
                       <StatusBadge status={file.processingStatus} kind="file" id={statusId} />
-                      <span className="kb-visually-hidden">
+                      <span className="visually-hidden">
                         {' '}
                         {FILE_STATUS_HINTS[file.processingStatus] ?? ''}
                       </span>
@@ -360,56 +360,47 @@ function FileTable({ kbId, files }: { kbId: number; files: KbFile[] }) {
                     <td data-label="Added" className="kb-cell-date">{formatDate(file.createdAt)}</td>
                     <td className="kb-cell-actions">
                       <div className="kb-row-actions">
-                        <button
-                          type="button"
-                          className="kb-btn kb-btn-small"
-                          aria-describedby={nameId}
+                        <RowButton
+                          describedBy={nameId}
                           onClick={() => setPreview({ fileId: file.fileId, fileName: file.fileName, page: null })}
                           disabled={file.processingStatus === 'parsing'}
                         >
                           View text
-                        </button>
+                        </RowButton>
                         {pages > 0 && (
-                          <button
-                            type="button"
-                            className="kb-btn kb-btn-small"
-                            aria-describedby={nameId}
+                          <RowButton
+                            describedBy={nameId}
                             onClick={() => setPreview({ fileId: file.fileId, fileName: file.fileName, page: 1 })}
                           >
                             View pages
-                          </button>
+                          </RowButton>
                         )}
-                        <button
-                          type="button"
-                          className="kb-btn kb-btn-small"
-                          aria-describedby={nameId}
+                        <RowButton
+                          describedBy={nameId}
                           onClick={() => void download(file)}
                           disabled={busyDownloading}
-                          aria-busy={busyDownloading || undefined}
+                          busy={busyDownloading}
                         >
                           Download
-                        </button>
-                        <button
-                          type="button"
-                          className="kb-btn kb-btn-small"
-                          aria-describedby={nameId}
+                        </RowButton>
+                        <RowButton
+                          describedBy={nameId}
                           onClick={() => reprocess.mutate(file)}
                           disabled={reprocessing}
-                          aria-busy={reprocessing || undefined}
+                          busy={reprocessing}
                         >
                           Reprocess
-                        </button>
-                        <button
-                          type="button"
-                          className="kb-btn kb-btn-small kb-btn-danger"
-                          aria-describedby={nameId}
+                        </RowButton>
+                        <RowButton
+                          describedBy={nameId}
+                          danger
                           onClick={() => {
                             remove.reset()
                             setConfirmDelete(file)
                           }}
                         >
                           Delete
-                        </button>
+                        </RowButton>
                       </div>
                     </td>
                   </tr>

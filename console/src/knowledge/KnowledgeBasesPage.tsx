@@ -12,7 +12,7 @@ import {
   updateKnowledgeBase,
 } from './api'
 import { formatBytes, formatDate } from './format'
-import { ConfirmDialog, KnowledgeBaseFormDialog, StatusBadge } from './parts'
+import { ConfirmDialog, KnowledgeBaseFormDialog, RowButton, StatusBadge } from './parts'
 import { SearchPanel } from './SearchPanel'
 import type { KnowledgeBase, KnowledgeBaseListResponse } from './types'
 import './knowledge.css'
@@ -164,7 +164,7 @@ export function KnowledgeBasesPage() {
       </ConfirmDialog>
 
       <section className="kb-section" aria-labelledby={`${baseId}-list`}>
-        <h2 id={`${baseId}-list`} className="kb-visually-hidden">
+        <h2 id={`${baseId}-list`} className="visually-hidden">
           All knowledge bases
         </h2>
         {kbs.isPending && <p className="kb-muted">Loading knowledge bases…</p>}
@@ -181,7 +181,7 @@ export function KnowledgeBasesPage() {
               <thead>
                 <tr>
                   <th scope="col">
-                    <span className="kb-visually-hidden">Selected</span>
+                    <span className="visually-hidden">Selected</span>
                   </th>
                   <th scope="col">Name</th>
                   <th scope="col">Status</th>
@@ -189,7 +189,7 @@ export function KnowledgeBasesPage() {
                   <th scope="col">Size</th>
                   <th scope="col">Last upload</th>
                   <th scope="col">
-                    <span className="kb-visually-hidden">Actions</span>
+                    <span className="visually-hidden">Actions</span>
                   </th>
                 </tr>
               </thead>
@@ -220,28 +220,25 @@ export function KnowledgeBasesPage() {
                       <td data-label="Last upload" className="kb-cell-date">{formatDate(kb.lastFileUploadedAt)}</td>
                       <td className="kb-cell-actions">
                         <div className="kb-row-actions">
-                          <button
-                            type="button"
-                            className="kb-btn kb-btn-small"
-                            aria-describedby={nameId}
+                          <RowButton
+                            describedBy={nameId}
                             onClick={() => {
                               update.reset()
                               setEditing(kb)
                             }}
                           >
                             Edit
-                          </button>
-                          <button
-                            type="button"
-                            className="kb-btn kb-btn-small kb-btn-danger"
-                            aria-describedby={nameId}
+                          </RowButton>
+                          <RowButton
+                            describedBy={nameId}
+                            danger
                             onClick={() => {
                               remove.reset()
                               setDeleting(kb)
                             }}
                           >
                             Delete
-                          </button>
+                          </RowButton>
                         </div>
                       </td>
                     </tr>

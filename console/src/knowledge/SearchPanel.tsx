@@ -125,7 +125,7 @@ export function SearchPanel(props: {
       <p id={scopeId} className="kb-muted kb-search-scope">
         {kbIds.length === 0 && emptyHint ? emptyHint : scopeText}
       </p>
-      <p className="kb-visually-hidden" role="status" aria-live="polite">
+      <p className="visually-hidden" role="status" aria-live="polite">
         {statusText}
       </p>
       <ErrorNote error={search.error} />

@@ -143,7 +143,7 @@ export function UploadPanel(props: {
           <span className="kb-dropzone-title">Upload files</span>
           <span className="kb-dropzone-sub">Drop files here, or press to pick them</span>
         </button>
-        <label htmlFor={inputId} className="kb-visually-hidden">
+        <label htmlFor={inputId} className="visually-hidden">
           Choose files
         </label>
         <input
@@ -151,7 +151,7 @@ export function UploadPanel(props: {
           id={inputId}
           type="file"
           multiple
-          className="kb-visually-hidden"
+          className="visually-hidden"
           tabIndex={-1}
           onChange={(event) => {
             addFiles(event.target.files)
@@ -163,7 +163,7 @@ export function UploadPanel(props: {
         </p>
       </div>
 
-      <p className="kb-visually-hidden" aria-live="polite" role="status">
+      <p className="visually-hidden" aria-live="polite" role="status">
         {summary} {failures}
       </p>
 

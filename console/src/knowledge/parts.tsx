@@ -6,6 +6,29 @@ import { ErrorNote } from '../ui/ErrorNote'
 import { fileStatusLabel, kbStatusLabel, statusTone } from './format'
 import './knowledge.css'
 
+/** A small action button of a table row, described by the row's name (`describedBy`). */
+export function RowButton(props: {
+  describedBy: string
+  onClick: () => void
+  children: ReactNode
+  danger?: boolean
+  disabled?: boolean
+  busy?: boolean
+}) {
+  return (
+    <button
+      type="button"
+      className={props.danger ? 'kb-btn kb-btn-small kb-btn-danger' : 'kb-btn kb-btn-small'}
+      aria-describedby={props.describedBy}
+      onClick={props.onClick}
+      disabled={props.disabled}
+      aria-busy={props.busy || undefined}
+    >
+      {props.children}
+    </button>
+  )
+}
+
 export function StatusBadge(props: { status: string; kind: 'file' | 'kb'; id?: string }) {
   const { status, kind, id } = props
   const label = kind === 'file' ? fileStatusLabel(status) : kbStatusLabel(status)
