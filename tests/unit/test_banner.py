@@ -5,6 +5,7 @@ address with an external one, and how to build the console when it is not built.
 from __future__ import annotations
 
 import json
+import logging
 from types import SimpleNamespace
 
 import jwt
@@ -64,7 +65,17 @@ def test_no_console_row_without_a_console(development, capsys):
     assert "Console" not in capsys.readouterr().out
 
 
-def test_json_logs_carry_the_console_url_without_a_token(development, capsys):
+@pytest.fixture
+def info_level():
+    """Info lines logged whatever level an earlier test of this process configured (its
+    filtering logger would drop them before `capture_logs` sees them)."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    yield
+    structlog.configure(**saved)
+
+
+def test_json_logs_carry_the_console_url_without_a_token(development, capsys, info_level):
     json_settings = Settings(data_dir=development.data_dir, log_format="json")
     with structlog.testing.capture_logs() as logs:
         announce(json_settings, URL, console=True)
