@@ -21,7 +21,7 @@ class ExtractionLimits:
     by inflating with a cap what the parser would inflate whole; sizes a file declares are
     never trusted alone.
 
-    - `max_pages`: pages of a PDF.
+    - `max_pages`: pages of a PDF, or of a TIFF image (one a frame).
     - `max_text_chars`: characters of the extracted text, all pages together.
     - `max_decompressed_bytes`: the whole document decompressed: a DOCX's zip members
       together; for a PDF, the streams PDFium inflates to open it, its streams once each, and
@@ -40,9 +40,15 @@ class ExtractionLimits:
       each).
     - `max_markup_elements`: XML elements of a DOCX's parts, or tags of an HTML page;
       converting one costs about 100 µs of CPU and 1-2 KiB of memory.
-    - `max_image_pixels`: an uploaded image, and the PNG rendering of one PDF page (scaled
-      down to fit).
+    - `max_image_pixels`: an uploaded image (each frame of a TIFF), and the rendering of one
+      PDF page, as a PNG or to be read by OCR (scaled down to fit).
     - `page_image_dpi`: the resolution PDF pages are rendered at.
+    - `max_ocr_pages`: pages of one file read by OCR (a PDF page without a text layer, a frame
+      of an image); 0 turns OCR off. Further scanned pages keep no text; the file completes.
+    - `max_ocr_seconds`: time OCR may take on one file; the pages it has not reached by then
+      keep no text. Below the sandbox's timeout, which fails the whole file.
+    - `ocr_dpi`: the resolution a PDF page without a text layer is rendered at to be read.
+    - `ocr_threads`: CPU threads the OCR models run on (in each extracting process).
     """
 
     max_pages: int = 1000
@@ -55,6 +61,10 @@ class ExtractionLimits:
     max_markup_elements: int = 500_000
     max_image_pixels: int = 40_000_000
     page_image_dpi: int = 100
+    max_ocr_pages: int = 100
+    max_ocr_seconds: float = 300.0
+    ocr_dpi: int = 150
+    ocr_threads: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -77,8 +87,10 @@ class ExtractedImage:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ExtractedDocument:
-    """A file's text as Markdown, page by page where the format has pages, and its images."""
+    """A file's text as Markdown, page by page where the format has pages, and its images;
+    `ocr_pages` counts the pages whose text OCR read (scanned PDF pages, image frames)."""
 
     markdown: str
     pages: list[ExtractedPage] = field(default_factory=list)
     images: list[ExtractedImage] = field(default_factory=list)
+    ocr_pages: int = 0

@@ -68,7 +68,8 @@ class KnowledgeBaseFile:
     file from rows in this field order, and a frozen dataclass's `__init__` costs about twice as
     much, a call with sixteen keywords about five times as much as one with positions.
     `ListFiles` (`GET /kb/files`, the CLI) builds none: its views come from the rows
-    (`FILE_VIEW_FIELDS`)."""
+    (`FILE_VIEW_FIELDS`). `ocr_pages` counts the pages its extraction read by OCR (scanned PDF
+    pages, image frames): 0 until it is extracted."""
 
     id: int
     org_id: str
@@ -86,12 +87,13 @@ class KnowledgeBaseFile:
     extracted_data: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
+    ocr_pages: int = 0
 
 
 FILE_VIEW_FIELDS = (
     "id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
     "content_type", "file_size", "processing_status", "processing_error", "image_keys",
-    "user_metadata", "extracted_data", "created_at", "updated_at",
+    "user_metadata", "extracted_data", "created_at", "updated_at", "ocr_pages",
 )  # fmt: skip
 """A file as the members of its organization see it, in this order: every field of
 `KnowledgeBaseFile` but `org_id`, with the status as its text. A listing builds its caller's

@@ -117,6 +117,9 @@ class FakeFiles:
     async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
         self._replace(record_id, image_keys=list(keys))
 
+    async def set_ocr_pages(self, org_id: str, record_id: int, pages: int) -> None:
+        self._replace(record_id, ocr_pages=pages)
+
     async def set_extracted_data(
         self, org_id: str, record_id: int, data: dict[str, Any] | None
     ) -> None:

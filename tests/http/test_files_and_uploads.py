@@ -26,6 +26,7 @@ FILE_FIELDS = {
     "imageKeys",
     "userMetadata",
     "extractedData",
+    "ocrPages",
     "createdAt",
     "updatedAt",
 }

@@ -677,7 +677,7 @@ def test_an_empty_file_is_refused_whatever_its_type(content_type, file_name):
     ("data", "content_type", "file_name", "named"),
     [
         (b"\x00\x01binary", "application/vnd.ms-excel", "book.xls", "application/vnd.ms-excel"),
-        (b"II*\x00", "image/tiff", "scan.tiff", "image/tiff"),
+        (b"BM\x00\x00", "image/bmp", "scan.bmp", "image/bmp"),
         (b"<svg/>", "image/svg+xml", "logo.svg", "image/svg+xml"),
         (b"\x00\x01\x02", "application/octet-stream", "blob.bin", ".bin"),
         (b"\x00\x01\x02", "application/octet-stream", "", "application/octet-stream"),

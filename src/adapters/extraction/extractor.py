@@ -1,13 +1,16 @@
-"""The `TextExtractor` adapter: picks a file's format, runs its reader and enforces the limits."""
+"""The `TextExtractor` adapter: picks a file's format, runs its reader and enforces the limits;
+`extractor_with_ocr` is the one the sandbox's child runs, which reads scans by OCR."""
 
 from __future__ import annotations
 
 import codecs
 import enum
+import sys
 from pathlib import PurePath
 
 from adapters.extraction.images import extract_image, image_kind
 from adapters.extraction.markup import html_bytes_to_markdown
+from adapters.extraction.ocr import OcrReader, OcrRun, RapidOcrReader, rapidocr_installed
 from adapters.extraction.pdf import extract_pdf
 from adapters.extraction.text import (
     csv_to_markdown,
@@ -59,6 +62,9 @@ _CONTENT_TYPES = {
     "image/pjpeg": FileFormat.IMAGE,
     "image/gif": FileFormat.IMAGE,
     "image/webp": FileFormat.IMAGE,
+    "image/tiff": FileFormat.IMAGE,
+    "image/tif": FileFormat.IMAGE,
+    "image/x-tiff": FileFormat.IMAGE,
     "application/xml": FileFormat.TEXT,
     "application/yaml": FileFormat.TEXT,
     "application/x-yaml": FileFormat.TEXT,
@@ -85,6 +91,8 @@ _EXTENSIONS = {
     ".jpeg": FileFormat.IMAGE,
     ".gif": FileFormat.IMAGE,
     ".webp": FileFormat.IMAGE,
+    ".tif": FileFormat.IMAGE,
+    ".tiff": FileFormat.IMAGE,
 }
 # Types that say nothing about the content: the name's extension, then the bytes, decide.
 _UNTYPED = frozenset(
@@ -109,12 +117,17 @@ _SNIFF_BYTES = 8192
 
 
 class FileTextExtractor:
-    """Reads PDF, DOCX, HTML, Markdown, plain text, CSV, JSON and PNG/JPEG/GIF/WebP images.
+    """Reads PDF, DOCX, HTML, Markdown, plain text, CSV, JSON and PNG/JPEG/GIF/WebP/TIFF images.
 
     The format comes from the content type, then the file name's extension, then the first
     bytes. Every failure, including one raised inside a parsing library, surfaces as
-    `ExtractionFailed` with a one-sentence message for the file's owner.
+    `ExtractionFailed` with a one-sentence message for the file's owner. With an `ocr` reader
+    (and `max_ocr_pages` above 0), images and PDF pages without a text layer are read by OCR;
+    without, they have no text.
     """
+
+    def __init__(self, ocr: OcrReader | None = None) -> None:
+        self._ocr = ocr
 
     def extract(
         self, data: bytes, *, content_type: str, file_name: str, limits: ExtractionLimits
@@ -127,8 +140,10 @@ class FileTextExtractor:
         )
         if file_format is None:
             raise ExtractionFailed(f"Unsupported file type: {_describe(content_type, file_name)}.")
+        reads = self._ocr is not None and limits.max_ocr_pages > 0
+        ocr = OcrRun(self._ocr, limits) if reads else None
         try:
-            document = _read(file_format, data, content_type, limits)
+            document = _read(file_format, data, content_type, limits, ocr)
         except ExtractionFailed:
             raise
         except RecursionError:
@@ -144,14 +159,27 @@ class FileTextExtractor:
         return document
 
 
+def extractor_with_ocr() -> FileTextExtractor:
+    """The extractor the sandbox's child runs: OCR with the models RapidOCR ships, when it is
+    installed (the `local` extra); scans and images have no text otherwise."""
+    if rapidocr_installed():
+        return FileTextExtractor(RapidOcrReader())
+    print("OCR is off: rapidocr and onnxruntime are not installed.", file=sys.stderr)
+    return FileTextExtractor()
+
+
 def _read(
-    file_format: FileFormat, data: bytes, content_type: str, limits: ExtractionLimits
+    file_format: FileFormat,
+    data: bytes,
+    content_type: str,
+    limits: ExtractionLimits,
+    ocr: OcrRun | None,
 ) -> ExtractedDocument:
     match file_format:
         case FileFormat.PDF:
-            return extract_pdf(data, limits)
+            return extract_pdf(data, limits, ocr)
         case FileFormat.IMAGE:
-            return extract_image(data, limits)
+            return extract_image(data, limits, ocr)
         case FileFormat.DOCX:
             markdown = docx_to_markdown(data, limits)
         case FileFormat.HTML:

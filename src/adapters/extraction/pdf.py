@@ -1,19 +1,20 @@
-"""PDF text page by page, and every page rendered to PNG, with pypdfium2."""
+"""PDF text page by page, and every page rendered to PNG, with pypdfium2; a page without a text
+layer (a scan) is rendered again, at `ocr_dpi`, to be read by OCR."""
 
 from __future__ import annotations
 
-import io
 import math
 import threading
 
 import pypdfium2 as pdfium
 import pypdfium2.raw as pdfium_c
-from PIL import Image, ImageChops
 
 from adapters.extraction.bounds import release_freed_memory
+from adapters.extraction.ocr import MAX_SIDE, OcrRun
 from adapters.extraction.pdf_budget import check_pdf_budget
 from adapters.extraction.pdf_opening import capped, failure, open_measured
-from adapters.extraction.text import normalize_newlines, text_too_large
+from adapters.extraction.pictures import png_data
+from adapters.extraction.text import normalize_newlines, page_marker, text_too_large
 from domain.extraction import (
     ExtractedDocument,
     ExtractedImage,
@@ -26,18 +27,13 @@ from domain.extraction import (
 _PDFIUM_LOCK = threading.Lock()
 _POINTS_PER_INCH = 72
 _SCALE_STEPS = 10
-# zlib's fastest level: about half the encoding time of the default (6) for 15% more bytes,
-# and encoding is most of the cost of a page image.
-_PNG_COMPRESS_LEVEL = 1
 
 
-def page_marker(number: int) -> str:
-    """The line that opens page `number` in the Markdown; an HTML comment renders as nothing."""
-    return f"<!-- page {number} -->"
-
-
-def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
-    """Each page's text and PNG rendering; a page without text (a scan) is not an error.
+def extract_pdf(
+    data: bytes, limits: ExtractionLimits, ocr: OcrRun | None = None
+) -> ExtractedDocument:
+    """Each page's text and PNG rendering. A page without text (a scan) is not an error: with
+    `ocr`, its text is what OCR reads on it, in its place, while the run's bounds allow.
 
     What PDFium inflates to open the file (`open_measured`) and what its pages grow to
     (`check_pdf_budget`) are measured first with pypdf, so a stream or page that would take
@@ -50,7 +46,7 @@ def extract_pdf(data: bytes, limits: ExtractionLimits) -> ExtractedDocument:
         except pdfium.PdfiumError as error:
             raise ExtractionFailed(_open_failure(error.err_code)) from None
         try:
-            return _read(pdf, limits)
+            return _read(pdf, limits, ocr)
         finally:
             pdf.close()
             release_freed_memory()
@@ -75,7 +71,9 @@ def _open_failure(err_code: int | None) -> str:
     return "The file is not a readable PDF."
 
 
-def _read(pdf: pdfium.PdfDocument, limits: ExtractionLimits) -> ExtractedDocument:
+def _read(
+    pdf: pdfium.PdfDocument, limits: ExtractionLimits, ocr: OcrRun | None
+) -> ExtractedDocument:
     count = len(pdf)
     if count > limits.max_pages:
         raise ExtractionFailed(
@@ -89,6 +87,8 @@ def _read(pdf: pdfium.PdfDocument, limits: ExtractionLimits) -> ExtractedDocumen
         page = pdf[number - 1]
         try:
             text = _page_text(page)
+            if not text and ocr is not None and ocr.wanted:
+                text = _read_scan(page, limits, ocr)
             total_chars += len(text)
             if total_chars > limits.max_text_chars:
                 raise ExtractionFailed(text_too_large(limits.max_text_chars))
@@ -100,7 +100,12 @@ def _read(pdf: pdfium.PdfDocument, limits: ExtractionLimits) -> ExtractedDocumen
             images.append(image)
         if text:
             sections.append(f"{page_marker(number)}\n\n{text}")
-    return ExtractedDocument(markdown="\n\n".join(sections), pages=pages, images=images)
+    return ExtractedDocument(
+        markdown="\n\n".join(sections),
+        pages=pages,
+        images=images,
+        ocr_pages=ocr.pages if ocr is not None else 0,
+    )
 
 
 def _page_text(page: pdfium.PdfPage) -> str:
@@ -113,6 +118,26 @@ def _page_text(page: pdfium.PdfPage) -> str:
     return "\n".join(lines).strip()
 
 
+def _read_scan(page: pdfium.PdfPage, limits: ExtractionLimits, ocr: OcrRun) -> str:
+    """What OCR reads on `page` rendered in grey at `ocr_dpi`, or smaller when that is more
+    than OCR reads (`MAX_SIDE`) or than `max_image_pixels`."""
+    width, height = page.get_size()
+    wanted = limits.ocr_dpi / _POINTS_PER_INCH
+    if max(width, height) > 0:
+        wanted = min(wanted, MAX_SIDE / max(width, height))
+    scale = _fitting_scale(width, height, wanted, limits.max_image_pixels)
+    if scale is None:
+        return ""
+    bitmap = page.render(scale=scale, grayscale=True)
+    try:
+        picture = bitmap.to_pil()
+        text = ocr.read(picture)
+        picture.close()
+    finally:
+        bitmap.close()
+    return text or ""
+
+
 def _render(page: pdfium.PdfPage, number: int, limits: ExtractionLimits) -> ExtractedImage | None:
     width, height = page.get_size()
     scale = _fitting_scale(
@@ -122,30 +147,14 @@ def _render(page: pdfium.PdfPage, number: int, limits: ExtractionLimits) -> Extr
         return None
     bitmap = page.render(scale=scale)
     try:
-        picture = _without_redundant_channels(bitmap.to_pil())
-        png = io.BytesIO()
-        picture.save(png, format="PNG", compress_level=_PNG_COMPRESS_LEVEL)
+        picture = bitmap.to_pil()
+        data = png_data(picture)
         picture.close()
     finally:
         bitmap.close()
     return ExtractedImage(
-        name=f"page-{number:04d}.png",
-        data=png.getvalue(),
-        content_type="image/png",
-        page_number=number,
+        name=f"page-{number:04d}.png", data=data, content_type="image/png", page_number=number
     )
-
-
-def _without_redundant_channels(picture: Image.Image) -> Image.Image:
-    """A grey-scale copy of an RGB rendering whose three channels are equal (a page without
-    colour: the same pixels, a third of the data to compress), else the rendering itself."""
-    if picture.mode != "RGB":
-        return picture
-    red, green, blue = picture.split()
-    if ImageChops.difference(red, green).getbbox() or ImageChops.difference(green, blue).getbbox():
-        return picture
-    picture.close()
-    return red
 
 
 def _fitting_scale(width: float, height: float, scale: float, max_pixels: int) -> float | None:

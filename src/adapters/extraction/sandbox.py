@@ -1,13 +1,14 @@
 """`TextExtractor` that runs another one in a child process, one file at a time per child.
 
-Parsers of hostile files are where native code (PDFium) crashes, loops or swells: here that
-costs the child, never the worker. A child whose resident memory passes `memory_limit` while
-it extracts is killed and the file fails for good ("needs more memory than allowed"); one
-that takes longer than `timeout` is killed and the file fails too; one that dies by itself
-(a crash, `abort()`) raises `ExtractorCrashed`, which the queue retries like any transient
-error until the file's last attempt. Children are reused from file to file and replaced after
-`max_files`, or once they hold more than half of `memory_limit` after a file (memory a parser
-keeps is given back by ending its process).
+Parsers of hostile files are where native code (PDFium; ONNX Runtime and OpenCV, which read
+scans by OCR) crashes, loops or swells: here that costs the child, never the worker. A child
+whose resident memory passes `memory_limit` while it extracts is killed and the file fails for
+good ("needs more memory than allowed"); one that takes longer than `timeout` is killed and the
+file fails too; one that dies by itself (a crash, `abort()`) raises `ExtractorCrashed`, which
+the queue retries like any transient error until the file's last attempt. Children are reused
+from file to file (the OCR models load once in each) and replaced after `max_files`, or once
+they hold more than half of `memory_limit` after a file (memory a parser keeps is given back
+by ending its process).
 
 The child is this module run as a program (`python -m adapters.extraction.sandbox TARGET`);
 TARGET (`module:attribute`) names a factory of the `TextExtractor` it runs. The two speak
@@ -33,7 +34,7 @@ from adapters.child_processes import describe_exit, resident_bytes
 from application.ports.text_extractor import ExtractorCrashed, TextExtractor
 from domain.extraction import ExtractedDocument, ExtractionFailed, ExtractionLimits
 
-DEFAULT_TARGET = "adapters.extraction.extractor:FileTextExtractor"
+DEFAULT_TARGET = "adapters.extraction.extractor:extractor_with_ocr"
 HEADER = struct.Struct(">Q")
 POLL_SECONDS = 0.1
 # A reply is a document and its page images; nothing legitimate comes near this.
@@ -83,7 +84,7 @@ def _read_frame(stream: IO[bytes]) -> Any:
 class _Child:
     def __init__(self, target: str) -> None:
         self.process = subprocess.Popen(  # noqa: S603 - our own interpreter and module
-            [sys.executable, "-m", "adapters.extraction.sandbox", target],
+            [sys.executable, "-m", "adapters.extraction.sandbox", target, str(os.getpid())],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env={**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)},
@@ -228,10 +229,10 @@ class SandboxedTextExtractor:
         return ExtractorCrashed(f"The text extractor crashed on this file ({how}).")
 
 
-def _die_with_parent() -> None:
-    """Have the kernel kill this process when its parent (the worker) dies, even while a
-    parser runs: a child only reads its input between files."""
-    parent = os.getppid()
+def _die_with_parent(parent: int) -> None:
+    """Have the kernel kill this process when its parent (the worker, `parent`) dies, even
+    while a parser runs: a child only reads its input between files. A parent that died
+    before this ran (while the parsers were being imported) ends the child at once."""
     if sys.platform == "linux":
         import ctypes
         import signal
@@ -243,10 +244,10 @@ def _die_with_parent() -> None:
         os._exit(0)
 
 
-def _child_main(target: str) -> int:
+def _child_main(target: str, parent: int) -> int:
     import faulthandler
 
-    _die_with_parent()
+    _die_with_parent(parent)
     faulthandler.enable()
     # The frames keep the original standard input and output; whatever a parser (native code
     # included) prints goes to standard error instead of into a frame.
@@ -276,4 +277,9 @@ def _child_main(target: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(_child_main(sys.argv[1] if len(sys.argv) > 1 else DEFAULT_TARGET))
+    sys.exit(
+        _child_main(
+            sys.argv[1] if len(sys.argv) > 1 else DEFAULT_TARGET,
+            int(sys.argv[2]) if len(sys.argv) > 2 else os.getppid(),
+        )
+    )

@@ -37,6 +37,11 @@ _CSV_SNIFF_CHARS = 16 * 1024
 _CSV_SNIFF_LINES = 50
 
 
+def page_marker(number: int) -> str:
+    """The line that opens page `number` in the Markdown; an HTML comment renders as nothing."""
+    return f"<!-- page {number} -->"
+
+
 def decode_text(data: bytes, declared_charset: str | None = None) -> str:
     """`data` as text: BOM, then strict UTF-8, then the declared charset, then detection.
 

@@ -23,7 +23,7 @@ from domain.uploads import ALREADY_ASSOCIATED
 FILE_ORDER = (
     "id", "org_id", "knowledge_base_id", "file_id", "file_name", "file_key", "content_key",
     "content_type", "file_size", "processing_status", "processing_error", "image_keys",
-    "user_metadata", "extracted_data", "created_at", "updated_at",
+    "user_metadata", "extracted_data", "created_at", "updated_at", "ocr_pages",
 )  # fmt: skip
 
 
@@ -72,6 +72,9 @@ SET_STATUS = """
 SET_IMAGES = """
     UPDATE knowledge_base_files SET image_keys = $3, updated_at = now()
     WHERE org_id = $1 AND id = $2"""
+SET_OCR_PAGES = """
+    UPDATE knowledge_base_files SET ocr_pages = $3, updated_at = now()
+    WHERE org_id = $1 AND id = $2"""
 SET_EXTRACTED = """
     UPDATE knowledge_base_files SET extracted_data = $3, updated_at = now()
     WHERE org_id = $1 AND id = $2"""
@@ -85,7 +88,7 @@ _STATUS = {status.value: status for status in ProcessingStatus}
 # Rows are read by position straight into the entity, whose fields are in column order
 # (checked below).
 def _file(r: Any) -> KnowledgeBaseFile:
-    return KnowledgeBaseFile(*(*r[:9], _STATUS[r[9]], *r[10:16]))
+    return KnowledgeBaseFile(*(*r[:9], _STATUS[r[9]], *r[10:17]))
 
 
 def _check_column_order() -> None:
@@ -165,6 +168,9 @@ class PgFileRepository:
 
     async def set_image_keys(self, org_id: str, record_id: int, keys: list[str]) -> None:
         await self._db.execute(SET_IMAGES, org_id, record_id, keys)
+
+    async def set_ocr_pages(self, org_id: str, record_id: int, pages: int) -> None:
+        await self._db.execute(SET_OCR_PAGES, org_id, record_id, pages)
 
     async def set_extracted_data(
         self, org_id: str, record_id: int, data: dict[str, Any] | None

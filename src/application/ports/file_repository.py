@@ -85,6 +85,10 @@ class FileRepository(Protocol):
         """Record the storage keys of the file's images (PDF pages, or the image itself)."""
         ...
 
+    async def set_ocr_pages(self, org_id: str, record_id: int, pages: int) -> None:
+        """Record how many of the file's pages its extraction read by OCR (`ocrPages`)."""
+        ...
+
     async def set_extracted_data(
         self, org_id: str, record_id: int, data: dict[str, Any] | None
     ) -> None:

@@ -102,21 +102,20 @@ class ProcessFile:
 
     Rules: a file that was deleted, or is already in a terminal state, is left alone. Every run
     starts from the stored original and replaces what an earlier run wrote (the extracted text,
-    the page images, the passages), so running twice leaves one set. A file that cannot be
-    read ends in `parse_failed`, one whose passages cannot be embedded in `chunk_failed`, each
-    with a message for its owner. When the knowledge base has an extraction schema and model,
-    the text is extracted into `extractedData` after parsing; failing that ends in
-    `extract_failed`. An unexpected error is raised for the queue to retry; on the
-    last attempt the file ends in the failure state of the stage it reached instead. A file
-    whose runs keep being cut short (its worker dies) fails after `max_runs`. While the
-    knowledge base is being re-embedded, passages are embedded with the pending model too;
-    the passages stored are those of the models the knowledge base has when they are stored
-    (it is locked against changes while they are), so a re-embedding asked for mid-run is not
-    missed. A file with more than `embedding_part_size` passages is staged in parts of that
-    size (cut from its passages longest first, so that each embedding batch holds passages of
-    about one length), one `EmbedFilePart` job each, so that several workers embed it at once;
-    it stays in `chunking` until the last part is done. A new run drops whatever an earlier one
-    staged.
+    the page images, the passages, the count of pages read by OCR), so running twice leaves one
+    set. A file that cannot be read ends in `parse_failed`, one whose passages cannot be
+    embedded in `chunk_failed`, each with a message for its owner. When the knowledge base has
+    an extraction schema and model, the text is extracted into `extractedData` after parsing;
+    failing that ends in `extract_failed`. An unexpected error is raised for the queue to retry;
+    on the last attempt the file ends in the failure state of the stage it reached instead. A
+    file whose runs keep being cut short (its worker dies) fails after `max_runs`. While the
+    knowledge base is being re-embedded, passages are embedded with the pending model too; the
+    passages stored are those of the models the knowledge base has when they are stored (it is
+    locked against changes while they are), so a re-embedding asked for mid-run is not missed. A
+    file with more than `embedding_part_size` passages is staged in parts of that size (cut from
+    its passages longest first, so that each embedding batch holds passages of about one
+    length), one `EmbedFilePart` job each, so that several workers embed it at once; it stays in
+    `chunking` until the last part is done. A new run drops whatever an earlier one staged.
     """
 
     def __init__(
@@ -212,6 +211,7 @@ class ProcessFile:
             await self._storage.put(key, image.data, content_type=image.content_type)
             keys.append(key)
         await self._files.set_image_keys(file.org_id, file.id, keys)
+        await self._files.set_ocr_pages(file.org_id, file.id, document.ocr_pages)
         await self._files.set_status(file.org_id, file.id, ProcessingStatus.PARSED)
         await self._uow.commit()
         return document
