@@ -106,6 +106,7 @@ bench: $(STAMP) $(CONSOLE_BUILT) chromium
 	-$(BIN)/python bench/ingestion.py
 	-$(BIN)/python bench/search.py
 	-$(BIN)/python bench/search_scale.py
+	-$(BIN)/python bench/retrieval_quality.py
 	-$(BIN)/python bench/chat_stream.py
 	-$(BIN)/python bench/chat_local_tokens.py
 	-$(BIN)/python bench/skills.py
