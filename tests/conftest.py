@@ -113,7 +113,12 @@ HEAVY_GROUPS = {
         "tests/integration/test_llama_build.py",
         "tests/http/test_processing_local_model.py",
     ),
-    "serve": ("tests/e2e/", "tests/browser/", "tests/integration/test_embeddings_local.py"),
+    "serve": (
+        "tests/e2e/",
+        "tests/browser/",
+        "tests/integration/test_embeddings_local.py",
+        "tests/integration/test_rerank_cross_encoder.py",
+    ),
 }
 
 

@@ -443,8 +443,18 @@ def configuration_table() -> set[str]:
     return named
 
 
+def settings_read() -> set[str]:
+    """Every `AP_*` name the service's configuration reads (`config.py` and the search's own
+    settings module)."""
+    read: set[str] = set()
+    for module in ("config.py", "search_config.py"):
+        text = (ROOT / "src/entrypoints" / module).read_text()
+        read |= set(re.findall(r'"(AP_[A-Z0-9_]+)"', text))
+    return read
+
+
 def test_the_configuration_table_is_what_config_py_reads():
-    read = set(re.findall(r'"(AP_[A-Z0-9_]+)"', (ROOT / "src/entrypoints/config.py").read_text()))
+    read = settings_read()
     table = configuration_table()
     assert len(read) > 40
     assert not table - read, f"the table names settings config.py does not read: {table - read}"
@@ -452,7 +462,7 @@ def test_the_configuration_table_is_what_config_py_reads():
 
 
 def test_every_ap_setting_the_docs_name_is_one_the_service_reads():
-    read = set(re.findall(r'"(AP_[A-Z0-9_]+)"', (ROOT / "src/entrypoints/config.py").read_text()))
+    read = settings_read()
     # Read by the llama.cpp install script and by the fuzzing test, not by the service.
     others = set(AP_NAME.findall((ROOT / "scripts/install-llama-cpp.sh").read_text()))
     others |= set(AP_NAME.findall((ROOT / "tests/http/test_fuzz_openapi.py").read_text()))

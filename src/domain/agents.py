@@ -7,11 +7,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import partial
+from typing import Any, cast
 
 from domain.errors import Forbidden, Invalid, field_error
 from domain.identity import AGENTS_MANAGE, Caller
 from domain.ids import parse_positive_id
 from domain.models import validate_chat_model
+from domain.search import FILTERS_INVALID, Filter, parse_filters
 from domain.text import parse_line, parse_text
 from domain.values import UNSET, Parser, Unset, field_values, parse_all, parse_sent
 
@@ -27,6 +29,12 @@ MAX_AGENT_ROLE = 20_000
 MAX_LINKED_IDS = 50
 MAX_TAG_NAME = 64
 TAG_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
+KNOWLEDGE_FILTERS = "knowledgeFilters"
+NOT_AN_OBJECT = "each filter is an object"
+KNOWLEDGE_FILTERS_NOT_AN_OBJECT = f"{FILTERS_INVALID}: {NOT_AN_OBJECT}"
+
+FilterJson = dict[str, Any]
+"""A filter as the client sent it (`domain.search.parse_filters` reads it)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -57,6 +65,13 @@ class Agent:
     tags: list[AgentTag]
     created_at: datetime
     updated_at: datetime
+    knowledge_filters: FilterJson | None = None
+
+    def knowledge_filter(self) -> Filter | None:
+        """The filter every search of the agent's knowledge bases applies, None for every file.
+        A stored filter the rules no longer accept raises `Invalid`: its searches fail rather
+        than widen."""
+        return parse_filters(self.knowledge_filters)
 
 
 def parse_agent_id(value: object) -> int:
@@ -109,6 +124,20 @@ def validate_agent_name(value: object) -> str:
     return parse_line(value, field="name", label="Name", limit=MAX_AGENT_NAME)
 
 
+def parse_knowledge_filters(value: object) -> FilterJson | None:
+    """The files an agent's searches are limited to: null for all, else a filter
+    (`domain.search.parse_filters`), kept as sent so that it reads back the same. Its errors
+    name `knowledgeFilters`."""
+    try:
+        parsed = parse_filters(value)
+    except Invalid as error:
+        details = [{**detail, "field": KNOWLEDGE_FILTERS} for detail in error.details]
+        raise Invalid(error.message, details) from None
+    if parsed is None:
+        return None
+    return cast(FilterJson, value)
+
+
 AGENT_FIELDS: Mapping[str, Parser] = {
     "name": validate_agent_name,
     "description": partial(parse_text, field="description", limit=MAX_AGENT_DESCRIPTION),
@@ -117,12 +146,14 @@ AGENT_FIELDS: Mapping[str, Parser] = {
     "knowledge_base_ids": partial(validate_id_list, field="knowledgeBaseIds"),
     "skill_ids": partial(validate_id_list, field="skillIds"),
     "tag_ids": partial(validate_id_list, field="tagIds"),
+    "knowledge_filters": parse_knowledge_filters,
 }
 """An agent's own fields and their rules, in the order a request's fields are checked: the
 name is required, 1 to 200 characters on one line; the description (at most 4000 characters)
 and the role, the agent's instructions (at most 20000), are optional texts; the model is
 `local:<bundled model>` or `openai:<model>`, null for the deployment's default; the linked ids
-are lists of at most 50 positive ids, duplicates dropped and order kept."""
+are lists of at most 50 positive ids, duplicates dropped and order kept; the knowledge filters
+are null (every file) or a search filter over the files' fields and metadata."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -137,6 +168,7 @@ class AgentFields:
     knowledge_base_ids: list[int] = field(default_factory=list)
     skill_ids: list[int] = field(default_factory=list)
     tag_ids: list[int] = field(default_factory=list)
+    knowledge_filters: FilterJson | None = None
 
     @classmethod
     def parse(cls, **raw: object) -> AgentFields:
@@ -157,6 +189,7 @@ class AgentChanges:
     knowledge_base_ids: list[int] | Unset = UNSET
     skill_ids: list[int] | Unset = UNSET
     tag_ids: list[int] | Unset = UNSET
+    knowledge_filters: FilterJson | Unset | None = UNSET
 
     @classmethod
     def parse(cls, **raw: object) -> AgentChanges:
@@ -178,6 +211,7 @@ class NewAgent:
     knowledge_base_ids: list[int] = field(default_factory=list)
     skill_ids: list[int] = field(default_factory=list)
     tag_ids: list[int] = field(default_factory=list)
+    knowledge_filters: FilterJson | None = None
 
     @classmethod
     def of(cls, fields: AgentFields, *, org_id: str, user_id: str, model: str) -> NewAgent:

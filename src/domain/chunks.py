@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from domain.errors import Invalid, field_error
+from domain.search import Highlight
 from domain.text import check_storable, required, too_long
 
 DEFAULT_CHUNK_SIZE = 256
@@ -92,3 +93,5 @@ class SearchResult:
     text: str
     score: float
     page_number: int | None
+    highlights: tuple[Highlight, ...] = ()
+    """Where the query's terms stand in `text`."""

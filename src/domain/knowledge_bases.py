@@ -28,6 +28,18 @@ MAX_DESCRIPTION = 4000
 EMAIL_SOURCE = "email"
 """The `source` of a knowledge base fed by e-mail (`domain.inbound_email`)."""
 SOURCE_INVALID = 'source must be "email" or null'
+DEFAULT_LANGUAGE = "english"
+SEARCH_LANGUAGES: tuple[str, ...] = (
+    "arabic", "armenian", "basque", "catalan", "danish", "dutch", "english", "estonian",
+    "finnish", "french", "german", "greek", "hindi", "hungarian", "indonesian", "irish",
+    "italian", "lithuanian", "nepali", "norwegian", "portuguese", "romanian", "russian",
+    "serbian", "simple", "spanish", "swedish", "tamil", "turkish", "yiddish",
+)  # fmt: skip
+"""The languages a knowledge base's full-text search can stem in: the text-search
+configurations of `pg_catalog` that PostgreSQL 18 ships (`SELECT cfgname FROM pg_ts_config`), a
+snowball stemmer each, and `simple`, which lower-cases words without stemming them or dropping
+stop words. A passage's `tsv` is written in its knowledge base's language (migration 0022)."""
+LANGUAGE_INVALID = f"language must be one of: {', '.join(SEARCH_LANGUAGES)}"
 
 
 class KnowledgeBaseStatus(StrEnum):
@@ -45,7 +57,7 @@ class KnowledgeBase:
     """A named collection of files of one organization, embedded with one model.
 
     Not keyword-only: a listing builds one per row from the row's columns in this order, and a
-    call with nineteen keywords costs about five times as much as one with positions."""
+    call with twenty keywords costs about five times as much as one with positions."""
 
     id: int
     org_id: str
@@ -67,6 +79,8 @@ class KnowledgeBase:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
     inbound_email_address: str | None = None
     """The address that feeds it by e-mail, when `source` is `email`."""
+    language: str = DEFAULT_LANGUAGE
+    """The language its passages' full text is stemmed in (one of `SEARCH_LANGUAGES`)."""
 
 
 @dataclass(slots=True)
@@ -152,6 +166,18 @@ def validate_source(value: object) -> str | None:
     raise Invalid(SOURCE_INVALID, [field_error("source", 'expected "email" or null')])
 
 
+def parse_language(value: object) -> str:
+    """A knowledge base's search language: one of `SEARCH_LANGUAGES`, in any case, answered in
+    lower case (400 "language must be one of: …" otherwise, null included)."""
+    if isinstance(value, str) and value.isascii() and value.lower() in SEARCH_LANGUAGES:
+        return value.lower()
+    raise Invalid(LANGUAGE_INVALID, [field_error("language", "expected a search language")])
+
+
+def _language_or_default(value: object) -> str:
+    return DEFAULT_LANGUAGE if value is None else parse_language(value)
+
+
 def parse_kb_id(value: object) -> int:
     """A knowledge base's id: a positive 64-bit integer (400 "Valid knowledge base ID is
     required")."""
@@ -192,6 +218,7 @@ KNOWLEDGE_BASE_FIELDS: Mapping[str, Parser] = {
     "chunk_overlap": _or(DEFAULT_CHUNK_OVERLAP, parse_chunk_overlap),
     "source": validate_source,
     "extraction_model": _extraction_model,
+    "language": _language_or_default,
 }
 """A knowledge base's own fields and their rules, in the order a request's fields are checked:
 the name is required, 1 to 200 characters on one line; the description is an optional text of
@@ -199,7 +226,8 @@ at most 4000; the embedding model (null: the deployment's default) names a known
 a local one must be shipped; its dimension count, 1 to 4000, is checked against the model by
 the use case; the extraction schema is a JSON Schema of an object; the chunk size is 32 to 8192
 tokens (256 by default) and the overlap at least 0 (32 by default) and under half the size;
-`source` is "email" or null; the extraction model is a chat model or null."""
+`source` is "email" or null; the extraction model is a chat model or null; the language is one
+of `SEARCH_LANGUAGES` (english by default)."""
 
 KNOWLEDGE_BASE_CHANGES: Mapping[str, Parser] = {
     "name": validate_name,
@@ -211,10 +239,11 @@ KNOWLEDGE_BASE_CHANGES: Mapping[str, Parser] = {
     "embedding_dimensions": parse_dimensions,
     "chunk_size": parse_chunk_size,
     "chunk_overlap": parse_chunk_overlap,
+    "language": parse_language,
 }
 """The same rules for a change, in the order a change has always checked them, but for the
-model and the chunking, which a change cannot null. How the model, the chunking and the source
-apply is the use case's to say, from the knowledge base as it is."""
+model, the chunking and the language, which a change cannot null. How the model, the chunking,
+the source and the language apply is the use case's to say, from the knowledge base as it is."""
 
 
 def _overlap_under_half_the_size(values: Mapping[str, Any]) -> None:
@@ -235,6 +264,7 @@ class KnowledgeBaseFields:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
     source: str | None = None
     extraction_model: str | None = None
+    language: str = DEFAULT_LANGUAGE
 
     @classmethod
     def parse(cls, **raw: object) -> KnowledgeBaseFields:
@@ -247,8 +277,8 @@ class KnowledgeBaseFields:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class KnowledgeBaseChanges:
     """The fields a change sends, parsed (`KNOWLEDGE_BASE_CHANGES`); `UNSET` marks one not sent.
-    How the model, the chunking and the source apply depends on the knowledge base as it is
-    (`UpdateKnowledgeBase`)."""
+    How the model, the chunking, the source and the language apply depends on the knowledge base
+    as it is (`UpdateKnowledgeBase`)."""
 
     name: str | Unset = UNSET
     description: str | Unset = UNSET
@@ -259,6 +289,7 @@ class KnowledgeBaseChanges:
     chunk_overlap: int | Unset = UNSET
     source: str | Unset | None = UNSET
     extraction_model: str | Unset | None = UNSET
+    language: str | Unset = UNSET
 
     @classmethod
     def parse(cls, **raw: object) -> KnowledgeBaseChanges:
@@ -283,6 +314,7 @@ class NewKnowledgeBase:
     chunk_overlap: int = DEFAULT_CHUNK_OVERLAP
     source: str | None = None
     inbound_email_address: str | None = None
+    language: str = DEFAULT_LANGUAGE
 
     @classmethod
     def of(

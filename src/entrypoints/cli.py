@@ -5,16 +5,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import atexit
 import contextlib
 import faulthandler
 import gc
 import json
+import logging
 import mimetypes
+import os
 import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import uvloop
 from dishka import AsyncContainer
@@ -160,7 +163,7 @@ def _token(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def _serve(settings: Settings, args: argparse.Namespace) -> int:
+def _serve(settings: Settings, args: argparse.Namespace) -> NoReturn:
     import uvicorn
 
     from entrypoints.http.app import create_litestar, served
@@ -195,8 +198,22 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         http=bounded_protocol(settings.header_timeout, settings.max_connections),
         callback_notify=when_listening(settings, app),  # the ready banner, once it listens
     )
-    uvloop.run(serve_with_worker(config, settings, database, app.state.dishka_container))
-    return 0
+    try:
+        uvloop.run(serve_with_worker(config, settings, database, app.state.dishka_container))
+    except SystemExit as stop:
+        _end_now(stop.code if isinstance(stop.code, int) else 1)
+    _end_now(0)
+
+
+def _end_now(code: int) -> NoReturn:
+    """End `serve` at once: its exit hooks first (they stop the embedded database), without
+    the interpreter's wait for a thread still loading the search's models (torch's imports
+    take seconds), which would hold the exit past the shutdown bound."""
+    atexit._run_exitfuncs()
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _exit_normally(signum: int, _frame: object) -> None:

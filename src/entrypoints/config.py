@@ -27,6 +27,7 @@ from domain.models import (
 )
 from domain.skills import SkillLimits
 from domain.usage import ModelPrice
+from entrypoints.search_config import SearchSettings
 
 LOG_FORMATS = ("console", "json")
 DEFAULT_CONSOLE_OIDC_SCOPE = "openid profile email offline_access"
@@ -98,6 +99,9 @@ class Settings:
     metrics_token: str | None = field(default=None, repr=False)
     metrics_cache_seconds: int = 10
     extract_max_pages: int = 1000
+    # OCR of scanned pages and images: at most this many pages a file (0: off), in this time.
+    ocr_max_pages: int = 100
+    ocr_max_seconds: int = 300
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
     default_chat_model: str = DEFAULT_CHAT_MODEL
@@ -130,6 +134,7 @@ class Settings:
     console_token_ttl: int = 3600
     # Who may use the development sign-in: clients on this machine only, or any client.
     console_dev_sign_in: str = "loopback"
+    search: SearchSettings = field(default_factory=SearchSettings)
 
     @property
     def effective_public_url(self) -> str:
@@ -258,6 +263,8 @@ class Settings:
             metrics_token=text("AP_METRICS_TOKEN"),
             metrics_cache_seconds=integer("AP_METRICS_CACHE_SECONDS", 10, 0, 300),
             extract_max_pages=integer("AP_EXTRACT_MAX_PAGES", 1000, 1, 100_000),
+            ocr_max_pages=integer("AP_OCR_MAX_PAGES", 100, 0, 100_000),
+            ocr_max_seconds=integer("AP_OCR_MAX_SECONDS", 300, 1, 86_400),
             embedding_part_size=integer(
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
             ),
@@ -293,6 +300,7 @@ class Settings:
             console_dev_sign_in=choice(
                 "AP_CONSOLE_DEV_SIGN_IN", "loopback", ("loopback", "anywhere")
             ),
+            search=SearchSettings.from_env(env, problems),
         )
         for check in (
             _identity_problems,

@@ -25,7 +25,13 @@ class Server:
 
     def __init__(self, data_dir: Path, env: dict[str, str] | None = None) -> None:
         self.port = free_port()
-        self.env = {**os.environ, "AP_DATA_DIR": str(data_dir), "AP_PORT": str(self.port)}
+        # Loading the search's models takes seconds of CPU a start; these tests do not search.
+        self.env = {
+            "AP_SEARCH_PRELOAD": "false",
+            **os.environ,
+            "AP_DATA_DIR": str(data_dir),
+            "AP_PORT": str(self.port),
+        }
         self.env.pop("AP_DATABASE_URL", None)
         self.env.update(env or {})
         self.base = f"http://127.0.0.1:{self.port}"

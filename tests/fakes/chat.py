@@ -25,6 +25,7 @@ from domain.chat_stream import Chunk
 from domain.chunks import SearchResult
 from domain.conversations import StreamStatus
 from domain.identity import Caller
+from domain.search import Filter
 from domain.spend import CapPeriod, CapStatus, Period
 from domain.usage import AbandonedCall, PendingCall, PriceList, UsageEntry, UsagePurpose
 from tests.fakes.basics import FakeClock
@@ -258,14 +259,25 @@ def fake_meter(
 
 
 class FakeKnowledgeSearch:
+    """Answers every search with `results`, recording each search's knowledge bases, query and
+    count in `queries` and its filters in `filters` (the filters are not applied)."""
+
     def __init__(self, results: list[SearchResult] | None = None) -> None:
         self.results = results or []
         self.queries: list[tuple[list[int], str, int]] = []
+        self.filters: list[Filter | None] = []
 
     async def search(
-        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+        self,
+        caller: Caller,
+        kb_ids: list[int],
+        query: str,
+        top_k: int,
+        *,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
         self.queries.append((list(kb_ids), query, top_k))
+        self.filters.append(filters)
         return self.results[:top_k]
 
 

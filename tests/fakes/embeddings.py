@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, TypedDict
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from application.ports.embedding_parts import EmbeddedPart, ModelChoice, StagedPart
 from domain.chunks import SearchResult, TextChunk
+from domain.search import Filter
 
 if TYPE_CHECKING:
     from application.ports.chunk_repository import ChunkRepository
@@ -62,10 +63,15 @@ ChunksState = dict[tuple[int, str], list[EmbeddedChunk]]
 
 
 class FakeChunks:
-    """Passages by (file record id, embedding model); `search` finds nothing."""
+    """Passages by (file record id, embedding model); `search` answers with `found` (nothing
+    unless a test stages results) and records each call in `searches`; `reindexed` lists the
+    (organization, knowledge base) of each `reindex_text` call."""
 
     def __init__(self) -> None:
         self.stored: ChunksState = {}
+        self.reindexed: list[tuple[str, int]] = []
+        self.found: list[SearchResult] = []
+        self.searches: list[dict[str, object]] = []
 
     def snapshot(self) -> ChunksState:
         return dict(self.stored)
@@ -95,10 +101,22 @@ class FakeChunks:
     ) -> None:
         self.stored = {k: v for k, v in self.stored.items() if k[1] == except_model}
 
+    async def reindex_text(self, org_id: str, knowledge_base_id: int) -> None:
+        self.reindexed.append((org_id, knowledge_base_id))
+
     async def search(
-        self, org_id: str, *, query: str, scopes: Sequence[SearchScope], top_k: int
+        self,
+        org_id: str,
+        *,
+        query: str,
+        scopes: Sequence[SearchScope],
+        top_k: int,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
-        return []
+        """The first `top_k` of `found` (what a test staged), the call recorded in
+        `searches`."""
+        self.searches.append({"query": query, "top_k": top_k, "filters": filters})
+        return list(self.found[:top_k])
 
 
 class StagedRow(TypedDict):

@@ -21,6 +21,7 @@ AGENT_FIELDS = {
     "createdAt",
     "updatedAt",
     "userId",
+    "knowledgeFilters",
 }
 
 

@@ -27,6 +27,7 @@ KB_FIELDS = {
     "status",
     "chunkSize",
     "chunkOverlap",
+    "language",
 }
 
 

@@ -15,6 +15,7 @@ from adapters.postgres.chunks import (
 )
 from adapters.postgres.database import org_connection
 from adapters.postgres.files import PgFileRepository
+from adapters.postgres.hybrid_search import SearchTuning
 from adapters.postgres.knowledge_bases import PgKnowledgeBaseRepository
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from domain.chunks import TextChunk
@@ -94,6 +95,8 @@ async def test_both_paths_return_the_exact_top_k_of_the_scope_only(app_pool):
         ids = np.array([r[0] for r in stored])
         vectors = np.stack([r[1].to_numpy() for r in stored])
         repo = PgChunkRepository(db)
+        # The vector ranking alone: no feedback round moving the query.
+        repo.tuning = SearchTuning(feedback=False)
         for query in queries:
             exact = ids[np.lexsort((ids, 1.0 - vectors @ query))][:10].tolist()
             scope = SearchScope(knowledge_base_ids=[kb_a], embedding_model=MODEL,

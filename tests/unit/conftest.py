@@ -1,8 +1,10 @@
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import pytest
+import structlog
 
 from domain.identity import ADMIN_ROLE, Caller
 from tests.fakes import (
@@ -43,3 +45,13 @@ def caller() -> Caller:
 @pytest.fixture
 def stranger() -> Caller:
     return Caller(user_id="user_9", org_id="org_b")
+
+
+@pytest.fixture
+def info_level():
+    """Info lines logged whatever level an earlier test of this process configured (its
+    filtering logger would drop them before `capture_logs` sees them)."""
+    saved = structlog.get_config()
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
+    yield
+    structlog.configure(**saved)

@@ -5,7 +5,6 @@ address with an external one, and how to build the console when it is not built.
 from __future__ import annotations
 
 import json
-import logging
 from types import SimpleNamespace
 
 import jwt
@@ -63,16 +62,6 @@ def test_a_console_not_built_says_how_to_build_it(development, capsys):
 def test_no_console_row_without_a_console(development, capsys):
     announce(development, URL)
     assert "Console" not in capsys.readouterr().out
-
-
-@pytest.fixture
-def info_level():
-    """Info lines logged whatever level an earlier test of this process configured (its
-    filtering logger would drop them before `capture_logs` sees them)."""
-    saved = structlog.get_config()
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.INFO))
-    yield
-    structlog.configure(**saved)
 
 
 def test_json_logs_carry_the_console_url_without_a_token(development, capsys, info_level):

@@ -39,6 +39,7 @@ from domain.agents import Agent
 from domain.chunks import SearchResult
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
+from domain.search import Filter
 from domain.spend import CapPeriod
 from domain.usage import UsagePurpose
 from tests.fakes.agents import an_agent as agent
@@ -496,7 +497,13 @@ async def test_a_model_without_tools_gets_the_matching_skill_in_its_instructions
 
 class UnreachableEmbeddings(FakeKnowledgeSearch):
     async def search(
-        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+        self,
+        caller: Caller,
+        kb_ids: list[int],
+        query: str,
+        top_k: int,
+        *,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
         raise EmbeddingFailed("No API key is configured for OpenAI embeddings.")
 

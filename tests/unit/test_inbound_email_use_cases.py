@@ -20,6 +20,7 @@ from domain.errors import Invalid, NotFound
 from domain.inbound_email import EmailPart, InboundEmailDomain, InboundRecipient, ParsedEmail
 from domain.uploads import UploadPolicy
 from tests.fakes.basics import FakeClock, FakeStorage, FakeUnitOfWork
+from tests.fakes.embeddings import FakeChunks
 from tests.fakes.inbound_email import FakeInboundDeliveries, FakeInboundRecipients
 
 DOMAIN = InboundEmailDomain("In.Example.Test")
@@ -97,7 +98,7 @@ async def test_without_a_domain_source_email_is_refused(world, caller):
 async def test_changing_the_source_keeps_removes_and_renews_the_address(world, caller):
     kb_id = await mail_kb(world, caller)
     first = world.kbs.rows[kb_id].inbound_email_address
-    update = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow, DOMAIN)
+    update = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow, DOMAIN)
     kept = await update.execute(
         UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source="email")
     )
@@ -252,7 +253,7 @@ async def test_a_knowledge_base_no_longer_fed_by_email_is_an_unknown_recipient(
     kb_id = await mail_kb(world, caller)
     with pytest.raises(NotFound, match="Unknown recipient"):
         await ingest.execute(IngestInboundEmailCommand(caller=stranger, kb_id=kb_id, email=email()))
-    await UpdateKnowledgeBase(world.kbs, world.jobs, world.uow, DOMAIN).execute(
+    await UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow, DOMAIN).execute(
         UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, source=None)
     )
     with pytest.raises(NotFound, match="Unknown recipient"):

@@ -20,7 +20,7 @@ from domain.errors import Invalid, NotFound
 from domain.files import NewFile
 from domain.identity import Caller
 from domain.knowledge_bases import KnowledgeBaseStatus
-from tests.fakes import FakeClock
+from tests.fakes import FakeChunks, FakeClock
 from tests.unit.conftest import World
 
 
@@ -104,7 +104,7 @@ async def test_list_computes_figures_and_status_from_files(world, caller):
 
 async def test_update_changes_only_the_fields_sent(world, caller):
     kb_id = await create(world, caller, description="keep me")
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     summary = await use_case.execute(
         UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=str(kb_id), name="Renamed")
     )
@@ -114,7 +114,7 @@ async def test_update_changes_only_the_fields_sent(world, caller):
 
 async def test_update_model_without_files_takes_effect_at_once(world, caller):
     kb_id = await create(world, caller)
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     summary = await use_case.execute(
         UpdateKnowledgeBaseCommand.parse(
             caller=caller, kb_id=kb_id, embedding_model="openai:text-embedding-3-small"
@@ -128,7 +128,7 @@ async def test_update_model_without_files_takes_effect_at_once(world, caller):
 async def test_update_model_with_files_queues_reembedding_and_keeps_the_old_index(world, caller):
     kb_id = await create(world, caller)
     await add_file(world, caller, kb_id, "00000000-0000-4000-8000-000000000001")
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     command = UpdateKnowledgeBaseCommand.parse(
         caller=caller, kb_id=kb_id, embedding_model="openai:text-embedding-3-small"
     )
@@ -145,7 +145,7 @@ async def test_naming_the_model_in_use_forgets_a_failed_reembedding(world, calle
     kb_id = await create(world, caller)
     await add_file(world, caller, kb_id, "00000000-0000-4000-8000-000000000001")
     await world.kbs.update("org_a", kb_id, {"reindex_error": "The provider refused the key."})
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     summary = await use_case.execute(
         UpdateKnowledgeBaseCommand.parse(
             caller=caller, kb_id=kb_id, embedding_model="local:all-MiniLM-L6-v2"
@@ -158,7 +158,7 @@ async def test_naming_the_model_in_use_forgets_a_failed_reembedding(world, calle
 
 async def test_update_of_a_foreign_or_missing_knowledge_base_is_not_found(world, caller, stranger):
     kb_id = await create(world, caller)
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     for who, target in ((stranger, kb_id), (caller, 999)):
         with pytest.raises(NotFound, match="Knowledge base not found"):
             await use_case.execute(
@@ -169,7 +169,7 @@ async def test_update_of_a_foreign_or_missing_knowledge_base_is_not_found(world,
 
 @pytest.mark.parametrize("kb_id", [None, "abc", 0, -3, 1.5, True, "", 2**63])
 async def test_update_needs_a_valid_id(world, caller, kb_id):
-    use_case = UpdateKnowledgeBase(world.kbs, world.jobs, world.uow)
+    use_case = UpdateKnowledgeBase(world.kbs, FakeChunks(), world.jobs, world.uow)
     with pytest.raises(Invalid, match="Valid knowledge base ID is required"):
         await use_case.execute(
             UpdateKnowledgeBaseCommand.parse(caller=caller, kb_id=kb_id, name="x")

@@ -261,7 +261,7 @@ async def test_giving_up_a_reembedding_abandons_it_as_a_failed_one(world, caller
 
 
 class RecordingChunks(FakeChunks):
-    async def search(self, org_id, *, query, scopes, top_k):
+    async def search(self, org_id, *, query, scopes, top_k, filters=None):
         self.searched = (org_id, query, scopes, top_k)
         return []
 
@@ -332,7 +332,7 @@ async def test_an_agents_search_leaves_out_knowledge_bases_gone_since(world, cal
             caller=caller, kb_ids=[foreign], query="x", skip_missing=True
         )
     )
-    assert found == [] and chunks.searched is None
+    assert found.results == [] and chunks.searched is None
 
 
 async def test_reprocess_restarts_the_file_and_queues_it(world, caller, chunks):

@@ -17,8 +17,9 @@ interface Preview {
   page: number | null
 }
 
-/** Character ranges to mark: the server's `highlights` when present. */
-function highlightRanges(result: SearchResult): [number, number][] {
+/** Character ranges to mark: the server's `highlights` when present (in code points, as
+ * Python counts them; `Passage` slices the text by code point too). */
+function highlightRanges(result: SearchResult, length: number): [number, number][] {
   const raw = result.highlights
   if (!Array.isArray(raw)) return []
   const ranges: [number, number][] = []
@@ -31,21 +32,22 @@ function highlightRanges(result: SearchResult): [number, number][] {
     }
   }
   return ranges
-    .filter(([s, e]) => s >= 0 && e > s && e <= result.text.length)
+    .filter(([s, e]) => s >= 0 && e > s && e <= length)
     .sort((a, b) => a[0] - b[0])
 }
 
 function Passage({ result }: { result: SearchResult }) {
-  const ranges = highlightRanges(result)
+  const chars = Array.from(result.text)
+  const ranges = highlightRanges(result, chars.length)
   const parts: ReactNode[] = []
   let at = 0
   for (const [start, end] of ranges) {
     if (start < at) continue
-    if (start > at) parts.push(result.text.slice(at, start))
-    parts.push(<mark key={start}>{result.text.slice(start, end)}</mark>)
+    if (start > at) parts.push(chars.slice(at, start).join(''))
+    parts.push(<mark key={start}>{chars.slice(start, end).join('')}</mark>)
     at = end
   }
-  if (at < result.text.length) parts.push(result.text.slice(at))
+  if (at < chars.length) parts.push(chars.slice(at).join(''))
   return <p className="kb-result-text">{parts}</p>
 }
 

@@ -18,7 +18,14 @@ from domain.agents import Agent, AgentTag, NewAgent
 from domain.errors import Conflict
 
 DUPLICATE_TAG = "A tag with this name already exists"
-AGENT_COLUMNS_UPDATABLE = ("name", "description", "role", "model", "skill_ids")
+AGENT_COLUMNS_UPDATABLE = (
+    "name",
+    "description",
+    "role",
+    "model",
+    "skill_ids",
+    "knowledge_filters",
+)
 LINK_FIELDS = frozenset({"knowledge_base_ids", "tag_ids"})
 TAG_ORDER = "g.name, g.id"
 
@@ -31,7 +38,7 @@ SELECT_AGENTS = f"""
            ARRAY(SELECT l.knowledge_base_id FROM agent_knowledge_bases l
                  WHERE l.org_id = $1 AND l.agent_id = a.id
                  ORDER BY l.position, l.knowledge_base_id),
-           tg.ids, tg.names, tg.colors, tg.created
+           tg.ids, tg.names, tg.colors, tg.created, a.knowledge_filters
     FROM agents a
     LEFT JOIN LATERAL (
         SELECT array_agg(g.id ORDER BY {TAG_ORDER}) AS ids,
@@ -63,8 +70,9 @@ LINK_TAGS = """
     SELECT g.org_id, $2, g.id FROM agent_tags g WHERE g.org_id = $1 AND g.id = ANY($3::bigint[])"""
 INSERT_AGENT = """
     WITH a AS (
-        INSERT INTO agents (org_id, user_id, name, description, role, model, skill_ids)
-        VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING id
+        INSERT INTO agents (org_id, user_id, name, description, role, model, skill_ids,
+                            knowledge_filters)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $10) RETURNING id
     ), k AS (
         INSERT INTO agent_knowledge_bases (org_id, agent_id, knowledge_base_id, position)
         SELECT kb.org_id, a.id, kb.id, (u.ord - 1)::int
@@ -111,7 +119,7 @@ def _agent(r: Any) -> Agent:
     return Agent(
         id=r[0], org_id=r[1], user_id=r[2], name=r[3], description=r[4], role=r[5], model=r[6],
         skill_ids=list(r[7]), created_at=r[8], updated_at=r[9], knowledge_base_ids=list(r[10]),
-        tags=tags,
+        tags=tags, knowledge_filters=r[15],
     )  # fmt: skip
 
 
@@ -128,7 +136,7 @@ class PgAgentRepository:
     async def add(self, new: NewAgent) -> Agent:
         (row,) = await self._db.fetch_in_transaction(
             INSERT_AGENT, new.org_id, new.user_id, new.name, new.description, new.role,
-            new.model, new.skill_ids, new.knowledge_base_ids, new.tag_ids,
+            new.model, new.skill_ids, new.knowledge_base_ids, new.tag_ids, new.knowledge_filters,
         )  # fmt: skip
         agent = await self.get(new.org_id, row[0])
         assert agent is not None

@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from adapters.postgres.database import OrgConnection
+from adapters.postgres.hybrid_search import HybridSearch, SearchTuning
 from adapters.postgres.vector_indexes import (
     SHARED_SHARE,
     checked_dimensions,
@@ -43,8 +44,8 @@ from adapters.postgres.vector_indexes import (
 )
 from application.ports.chunk_repository import EmbeddedChunk, SearchScope
 from domain.chunks import SearchResult, TextChunk
+from domain.search import Filter
 
-RRF_K = 60
 EXACT_THRESHOLD = 50_000
 """A scope's knowledge bases without an index of their own are searched exactly up to this many
 passages together: about 1 µs a passage, under the 100 ms p99 target with margin (BENCHMARKS.md,
@@ -79,23 +80,12 @@ RECOUNT_KNOWLEDGE_BASE = """
           FROM knowledge_base_files f2
           WHERE f2.org_id = $1 AND f2.knowledge_base_id = $2) n
     WHERE f.id = n.id AND f.chunk_count <> n.count"""
-FULL_TEXT = """
-    SELECT c.id FROM chunks c, websearch_to_tsquery('simple', $4) q
-    WHERE c.org_id = $1
-      AND (c.knowledge_base_id, c.embedding_model) IN (
-          SELECT * FROM unnest($2::bigint[], $3::text[]))
-      AND c.tsv @@ q
-    ORDER BY ts_rank_cd(c.tsv, q) DESC, c.id
-    LIMIT $5"""
+REINDEX_TEXT = "UPDATE chunks SET text = text WHERE org_id = $1 AND knowledge_base_id = $2"
 PASSAGES = """
     SELECT chunk_index, text, page_number, start_char, end_char FROM chunks
     WHERE org_id = $1 AND file_record_id = $2 AND embedding_model = $3 ORDER BY chunk_index"""
 DELETE_OTHER_MODELS = """
     DELETE FROM chunks WHERE org_id = $1 AND knowledge_base_id = $2 AND embedding_model <> $3"""
-DETAILS = """
-    SELECT c.id, c.text, c.page_number, c.knowledge_base_id, f.file_id::text, f.file_name
-    FROM chunks c JOIN knowledge_base_files f ON f.id = c.file_record_id
-    WHERE c.org_id = $1 AND c.id = ANY($2::bigint[])"""
 # Per knowledge base of the scope: its passages (row-level security applies), whether it has a
 # valid HNSW index of its own for the dimension count, and the rows of the dimension count's
 # shared HNSW index (the planner's estimate, -1 before the first ANALYZE).
@@ -205,6 +195,21 @@ class PgChunkRepository:
 
     exact_threshold: int = EXACT_THRESHOLD
     """Scopes of at most this many passages are searched exactly (tests lower it)."""
+    tuning: SearchTuning = SearchTuning()
+    """The fusion's weights and the feedback (the deployment's settings, set by the wiring)."""
+
+    async def search(
+        self,
+        org_id: str,
+        *,
+        query: str,
+        scopes: Sequence[SearchScope],
+        top_k: int,
+        filters: Filter | None = None,
+    ) -> list[SearchResult]:
+        return await HybridSearch(self._db, self.nearest, self.tuning).search(
+            org_id, query=query, scopes=scopes, top_k=top_k, filters=filters
+        )
 
     def __init__(self, db: OrgConnection) -> None:
         self._db = db
@@ -266,6 +271,10 @@ class PgChunkRepository:
             # become theirs (the switch to a re-embedding's model lands here).
             await self._db.execute(RECOUNT_KNOWLEDGE_BASE, org_id, knowledge_base_id, except_model)
 
+    async def reindex_text(self, org_id: str, knowledge_base_id: int) -> None:
+        # The trigger `ap_chunk_text_search` rewrites `tsv` and `term_count` from the text.
+        await self._db.execute(REINDEX_TEXT, org_id, knowledge_base_id)
+
     async def nearest(self, org_id: str, scope: SearchScope, limit: int) -> list[int]:
         """The ids of the scope's `limit` passages nearest to its query vector, in order: each
         knowledge base with an index of its own on it, the others exactly up to
@@ -312,40 +321,6 @@ class PgChunkRepository:
 
     async def _on_index(self, sql: str, ef: int, scan: int, args: tuple[Any, ...]) -> list[Any]:
         return await self._db.fetch(ON_INDEX, ef, scan, sql, *args)
-
-    async def search(
-        self, org_id: str, *, query: str, scopes: Sequence[SearchScope], top_k: int
-    ) -> list[SearchResult]:
-        depth = max(top_k * 4, 40)
-        rankings: list[list[int]] = []
-        for scope in scopes:
-            rankings.append(await self.nearest(org_id, scope, depth))
-        kb_ids = [kb for scope in scopes for kb in scope.knowledge_base_ids]
-        models = [scope.embedding_model for scope in scopes for _ in scope.knowledge_base_ids]
-        if query.strip():
-            rows = await self._db.fetch(FULL_TEXT, org_id, kb_ids, models, query, depth)
-            rankings.append([row[0] for row in rows])
-        scores: dict[int, float] = {}
-        for ranking in rankings:
-            for rank, chunk_id in enumerate(ranking, start=1):
-                scores[chunk_id] = scores.get(chunk_id, 0.0) + 1.0 / (RRF_K + rank)
-        best = sorted(scores, key=lambda chunk_id: (-scores[chunk_id], chunk_id))[:top_k]
-        if not best:
-            return []
-        details = {row[0]: row for row in await self._db.fetch(DETAILS, org_id, best)}
-        return [
-            SearchResult(
-                chunk_id=chunk_id,
-                text=details[chunk_id][1],
-                page_number=details[chunk_id][2],
-                knowledge_base_id=details[chunk_id][3],
-                file_id=details[chunk_id][4],
-                file_name=details[chunk_id][5],
-                score=round(scores[chunk_id], 6),
-            )
-            for chunk_id in best
-            if chunk_id in details
-        ]
 
 
 def _ids(rows: Sequence[Any]) -> list[int]:

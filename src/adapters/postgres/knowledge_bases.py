@@ -18,7 +18,7 @@ KB_ORDER = (
     "id", "org_id", "user_id", "name", "description", "embedding_model", "embedding_dimensions",
     "extraction_model", "extraction_schema", "source", "trigger", "pending_embedding_model",
     "pending_embedding_dimensions", "reindex_error", "created_at", "updated_at", "chunk_size",
-    "chunk_overlap", "inbound_email_address",
+    "chunk_overlap", "inbound_email_address", "language",
 )  # fmt: skip
 UPDATABLE_KB_FIELDS = frozenset(KB_ORDER) - {"id", "org_id", "user_id", "created_at", "updated_at"}
 KB_COLUMNS = ", ".join(f"kb.{name}" for name in KB_ORDER)
@@ -38,20 +38,22 @@ GET_KB = f"SELECT {KB_COLUMNS} FROM knowledge_bases kb WHERE kb.org_id = $1 AND 
 INSERT_KB = f"""
     INSERT INTO knowledge_bases (org_id, user_id, name, description, embedding_model,
         embedding_dimensions, extraction_model, extraction_schema, chunk_size, chunk_overlap,
-        source, inbound_email_address)
-    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
+        source, inbound_email_address, language)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
     RETURNING {KB_RETURNING}"""
 DELETE_KB = "DELETE FROM knowledge_bases WHERE org_id = $1 AND id = $2"
+_KB_WIDTH = len(KB_ORDER)
+_SUMMARY_WIDTH = _KB_WIDTH + 4  # the four totals of `SUMMARIES`
 
 
 # Rows are read by position straight into the entities, whose fields are in column order
 # (checked below): keyword calls cost several times as much, per row of a listing.
 def _kb(r: Any) -> KnowledgeBase:
-    return KnowledgeBase(*r[:19])
+    return KnowledgeBase(*r[:_KB_WIDTH])
 
 
 def _summary(r: Any) -> KnowledgeBaseSummary:
-    return KnowledgeBaseSummary(*r[:23])
+    return KnowledgeBaseSummary(*r[:_SUMMARY_WIDTH])
 
 
 def _check_column_order() -> None:
@@ -75,7 +77,7 @@ class PgKnowledgeBaseRepository:
         (row,) = await self._db.fetch_in_transaction(
             INSERT_KB, new.org_id, new.user_id, new.name, new.description, new.embedding_model,
             new.embedding_dimensions, new.extraction_model, new.extraction_schema, new.chunk_size,
-            new.chunk_overlap, new.source, new.inbound_email_address,
+            new.chunk_overlap, new.source, new.inbound_email_address, new.language,
         )  # fmt: skip
         return _kb(row)
 

@@ -21,13 +21,18 @@ DEFAULT_INSTRUCTIONS = "You are a helpful assistant."
 async def search_passages(
     search: KnowledgeSearch, caller: Caller, agent: Agent, history: Sequence[StoredMessage]
 ) -> list[SearchResult]:
-    """The best passages of the agent's knowledge bases for the member's latest message (none
-    when the agent has no knowledge base or the message no text)."""
+    """The best passages of the agent's knowledge bases for the member's latest message, from
+    the files its knowledge filters let through (none when the agent has no knowledge base or
+    the message no text)."""
     question = latest_user_text(history)
     if not agent.knowledge_base_ids or not question:
         return []
     return await search.search(
-        caller, agent.knowledge_base_ids, question[:QUERY_CHARS], CONTEXT_PASSAGES
+        caller,
+        agent.knowledge_base_ids,
+        question[:QUERY_CHARS],
+        CONTEXT_PASSAGES,
+        filters=agent.knowledge_filter(),
     )
 
 

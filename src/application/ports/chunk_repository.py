@@ -5,6 +5,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from domain.chunks import SearchResult, TextChunk
+from domain.search import Filter
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -55,6 +56,11 @@ class ChunkRepository(Protocol):
         """Delete the knowledge base's passages of every model but `except_model`."""
         ...
 
+    async def reindex_text(self, org_id: str, knowledge_base_id: int) -> None:
+        """Rewrite the full-text index of the knowledge base's passages in its current
+        `language` (after a change of it), in the caller's transaction."""
+        ...
+
     async def search(
         self,
         org_id: str,
@@ -62,7 +68,9 @@ class ChunkRepository(Protocol):
         query: str,
         scopes: Sequence[SearchScope],
         top_k: int,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
-        """The `top_k` passages best matching `query`: nearest vectors and full-text matches,
-        merged by reciprocal rank fusion, best first."""
+        """The `top_k` passages best matching `query`, best first, with their highlights:
+        nearest vectors and BM25 full-text matches, fused by reciprocal rank, of the files that
+        `filters` lets through (all when None)."""
         ...

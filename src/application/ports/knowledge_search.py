@@ -4,6 +4,7 @@ from typing import Protocol
 
 from domain.chunks import SearchResult
 from domain.identity import Caller
+from domain.search import Filter
 
 QUERY_CHARS = 2000
 """The longest query a search takes (the agent's are cut to it)."""
@@ -16,7 +17,14 @@ class KnowledgeSearch(Protocol):
     (an assistant response); each search opens and closes its own database scope."""
 
     async def search(
-        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+        self,
+        caller: Caller,
+        kb_ids: list[int],
+        query: str,
+        top_k: int,
+        *,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
-        """The best passages of the knowledge bases that still exist, best first."""
+        """The best passages of the knowledge bases that still exist, best first, from the files
+        `filters` lets through (all when None)."""
         ...

@@ -26,8 +26,10 @@ SPEC = ToolSpec(
 
 class KnowledgeSearchTool:
     """`search_knowledge_base`: the model searches the agent's knowledge bases with a query of
-    its own. Offered only to an agent with knowledge bases. The result is the best passages
-    (source id, file name, page, text), and each becomes a source of the answer."""
+    its own, within the files the agent's knowledge filters let through (the model cannot widen
+    them: its call holds only the query). Offered only to an agent with knowledge bases. The
+    result is the best passages (source id, file name, page, text), and each becomes a source
+    of the answer."""
 
     def __init__(self, search: KnowledgeSearch) -> None:
         self._search = search
@@ -46,6 +48,7 @@ class KnowledgeSearchTool:
             context.agent.knowledge_base_ids,
             query.strip()[:QUERY_CHARS],
             SEARCH_RESULTS,
+            filters=context.agent.knowledge_filter(),
         )
         context.cite(passages)
         return [_passage(p) for p in passages]

@@ -34,7 +34,8 @@ class CreateKnowledgeBase:
     must match them, and an unlisted OpenAI-compatible model needs its dimension count (400).
     `source: "email"` gives the knowledge base an address of its own
     (`kb-<random>@<AP_INBOUND_EMAIL_DOMAIN>`; 400 naming the setting when it is unset). The
-    creator is recorded.
+    search language (english by default) is stored: its passages' full text is stemmed in it.
+    The creator is recorded.
     """
 
     def __init__(

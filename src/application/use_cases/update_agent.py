@@ -40,10 +40,11 @@ class UpdateAgent:
     """Change the fields of an agent the caller sent; fields not sent stay as they are.
 
     Rules: only an agent manager may (403 otherwise); a missing or foreign agent is 404 "Agent
-    not found". A `null` description, role or id list clears it, a `null` model puts the agent
-    back on the deployment's default chat model. A list that is sent replaces the agent's links
-    (knowledge bases keep the order given), which must be the organization's as on creation.
-    The update time moves even when nothing else changed.
+    not found". A `null` description, role or id list clears it, `null` knowledge filters let
+    the agent read every file again, a `null` model puts the agent back on the deployment's
+    default chat model. A list that is sent replaces the agent's links (knowledge bases keep
+    the order given), which must be the organization's as on creation. The update time moves
+    even when nothing else changed.
     """
 
     def __init__(

@@ -3,6 +3,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from application.ports.chunk_repository import ChunkRepository
 from application.ports.job_queue import REEMBED_KNOWLEDGE_BASE, Job, JobQueue
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.unit_of_work import UnitOfWork
@@ -50,17 +51,20 @@ class UpdateKnowledgeBase:
     answering from the current index and the status is `reindexing` until the job swaps it in.
     `source: "email"` gives the knowledge base an address (one it has already is kept; 400
     when AP_INBOUND_EMAIL_DOMAIN is unset), `source: null` removes it: mail to the old address
-    then finds no knowledge base.
+    then finds no knowledge base. A new language rewrites the full-text index of every passage
+    of the knowledge base in the same transaction, so that search stems in it at once.
     """
 
     def __init__(
         self,
         knowledge_bases: KnowledgeBaseRepository,
+        chunks: ChunkRepository,
         jobs: JobQueue,
         uow: UnitOfWork,
         inbound: InboundEmailDomain = NO_INBOUND_EMAIL,
     ) -> None:
         self._knowledge_bases = knowledge_bases
+        self._chunks = chunks
         self._jobs = jobs
         self._uow = uow
         self._inbound = inbound
@@ -74,12 +78,15 @@ class UpdateKnowledgeBase:
         dimensions = changes.pop("embedding_dimensions", None)
         size = changes.pop("chunk_size", None)
         overlap = changes.pop("chunk_overlap", None)
+        language = changes.pop("language", None)
         new_model = None if model is None else (model, embedding_dimensions(model, dimensions))
 
         kb = await self._knowledge_bases.get(org_id, kb_id, for_update=True)
         if kb is None:
             raise NotFound(KB_NOT_FOUND)
         changes.update(self._source_changes(kb.inbound_email_address, source))
+        if language is not None and language != kb.language:
+            changes["language"] = language
         if size is not None or overlap is not None:
             changes["chunk_size"], changes["chunk_overlap"] = check_chunking(
                 kb.chunk_size if size is None else size,
@@ -112,6 +119,8 @@ class UpdateKnowledgeBase:
             changes["reindex_error"] = None
         if changes:
             await self._knowledge_bases.update(org_id, kb_id, changes)
+        if "language" in changes:
+            await self._chunks.reindex_text(org_id, kb_id)
         summary = await self._knowledge_bases.get_summary(org_id, kb_id)
         if summary is None:
             raise NotFound(KB_NOT_FOUND)

@@ -3,22 +3,27 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Any
 
 from msgspec import UNSET, Meta, UnsetType
 
 from domain.agents import (
     AGENT_ID_REQUIRED,
+    KNOWLEDGE_FILTERS,
+    KNOWLEDGE_FILTERS_NOT_AN_OBJECT,
     MAX_AGENT_DESCRIPTION,
     MAX_AGENT_NAME,
     MAX_AGENT_ROLE,
     MAX_LINKED_IDS,
     MAX_TAG_NAME,
+    NOT_AN_OBJECT,
     TAG_COLOR,
     TAG_COLOR_INVALID,
     Agent,
     linked_ids_invalid,
 )
+from domain.search import MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH
+from entrypoints.http.filter_schemas import FILTERS_JSON_SCHEMA
 from entrypoints.http.rules import (
     NULL_OR_EMPTY,
     RANGE,
@@ -40,6 +45,20 @@ Description = Annotated[str, text(MAX_AGENT_DESCRIPTION)]
 Ids = Annotated[list[PositiveId], Meta(max_length=MAX_LINKED_IDS, extra_json_schema=ID_ITEMS)]
 Role = Annotated[str, text(MAX_AGENT_ROLE)]
 Model = ChatModel
+
+
+KnowledgeFilters = Annotated[
+    dict[str, Any],
+    Meta(
+        description="Limits the files the agent reads to those matching: a condition "
+        "`{key, op, value}` over a file field (fileId, fileName, contentType, fileSize, "
+        "createdAt) or a key of its userMetadata (`userMetadata.<key>` always names one), or "
+        f"`{{and: [...]}}` / `{{or: [...]}}`, nested at most {MAX_FILTER_DEPTH} deep with at "
+        f"most {MAX_FILTER_CONDITIONS} conditions in all, as `POST /kb/search`'s `filters`; "
+        "null for every file",
+        extra_json_schema=FILTERS_JSON_SCHEMA,
+    ),
+]
 FIELD_RULES = (
     too_long_rule("name", "Name", MAX_AGENT_NAME),
     too_long_rule("description", "description", MAX_AGENT_DESCRIPTION),
@@ -48,6 +67,7 @@ FIELD_RULES = (
         Rule(field, linked_ids_invalid(field), detail=f"invalid {field}")
         for field in ("knowledgeBaseIds", "skillIds", "tagIds")
     ),
+    Rule(KNOWLEDGE_FILTERS, KNOWLEDGE_FILTERS_NOT_AN_OBJECT, detail=NOT_AN_OBJECT),
 )
 
 
@@ -61,6 +81,7 @@ class CreateAgentBody(Camel):
     knowledge_base_ids: Ids | None = None
     skill_ids: Ids | None = None
     tag_ids: Ids | None = None
+    knowledge_filters: KnowledgeFilters | None = None
 
 
 class UpdateAgentBody(Camel):
@@ -78,6 +99,7 @@ class UpdateAgentBody(Camel):
     knowledge_base_ids: Ids | UnsetType | None = UNSET
     skill_ids: Ids | UnsetType | None = UNSET
     tag_ids: Ids | UnsetType | None = UNSET
+    knowledge_filters: KnowledgeFilters | UnsetType | None = UNSET
 
 
 class AgentTagOut(Camel):
@@ -98,6 +120,7 @@ class AgentOut(Camel):
     created_at: datetime
     updated_at: datetime
     user_id: str
+    knowledge_filters: dict[str, Any] | None
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:

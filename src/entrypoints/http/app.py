@@ -56,6 +56,7 @@ from entrypoints.http.middleware import (
 )
 from entrypoints.http.openapi import complete_document
 from entrypoints.http.validation import check_request
+from entrypoints.preload import start_preloading
 from entrypoints.wiring import make_container
 
 SWAGGER_ASSETS = "/schema/assets"
@@ -65,13 +66,16 @@ async def _warm_up(app: Litestar) -> None:
     """Open the database pool, build the token verifier and start listening for cancels
     before the first request, so that a database or configuration problem stops start-up
     instead of failing requests; start the bundled model's runner when it is the default chat
-    model, so that the first answer pays no load."""
+    model, so that the first answer pays no load, and load the search's local models in the
+    background (`entrypoints.preload`)."""
     container: AsyncContainer = app.state.dishka_container
     await container.get(asyncpg.Pool)
     await container.get(TokenVerifier)
     settings = await container.get(Settings)
     if settings.local_model_preload and settings.default_chat_model.startswith("local:"):
         (await container.get(LlamaCppChatModel)).start()
+    if settings.local_model_preload and settings.search.preload:
+        app.state.preloading = start_preloading(container, settings)
     # After the model: the container closes in the reverse order, so the answers still running
     # are stopped and recorded as such while their model is still there.
     await container.get(PgCancelListener)

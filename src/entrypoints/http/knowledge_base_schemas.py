@@ -9,6 +9,7 @@ from typing import Annotated, Any, Literal
 from msgspec import UNSET, Meta, UnsetType
 
 from application.use_cases.create_upload import PreparedUpload
+from application.use_cases.search_knowledge_base import RERANK_INVALID
 from domain.chunks import (
     CHUNK_OVERLAP_INVALID,
     CHUNK_SIZE_INVALID,
@@ -33,13 +34,17 @@ from domain.files import (
 from domain.ids import MAX_BIGINT
 from domain.knowledge_bases import (
     KB_ID_REQUIRED,
+    LANGUAGE_INVALID,
     MAX_DESCRIPTION,
     MAX_NAME,
+    SEARCH_LANGUAGES,
     SOURCE_INVALID,
 )
 from domain.models import DIMENSIONS_INVALID, EMBEDDING_PROVIDERS, MAX_EMBEDDING_DIMENSIONS
+from domain.search import FILTERS_INVALID, MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH
 from domain.text import INVISIBLE, character_class, required
 from domain.uploads import DEFAULT_MAX_UPLOAD_SIZE
+from entrypoints.http.filter_schemas import FILTERS_JSON_SCHEMA
 from entrypoints.http.rules import (
     ABSENT,
     NULL_OR_EMPTY,
@@ -102,6 +107,7 @@ FIELD_RULES = (
     Rule("embeddingDimensions", DIMENSIONS_INVALID, RANGE, "out of range"),
     Rule("chunkOverlap", CHUNK_OVERLAP_INVALID, RANGE, "out of range"),
     Rule("source", SOURCE_INVALID, detail='expected "email" or null'),
+    Rule("language", LANGUAGE_INVALID, detail="expected a search language"),
 )
 
 # Knowledge bases
@@ -111,6 +117,16 @@ Source = Annotated[
     Meta(
         description='"email" gives the knowledge base an address (`inboundEmailAddress`) that '
         "turns each message sent to it into files; null removes it"
+    ),
+]
+# The document lists the names in lower case; any case is accepted (`parse_language`). The
+# enum holds null for the creation's `language: null`; a change's type still refuses it.
+Language = Annotated[
+    str,
+    Meta(
+        description="The language full-text search stems words in (english by default; simple "
+        "stems none); changing it re-indexes the knowledge base's passages",
+        extra_json_schema={"extra": {"enum": [*SEARCH_LANGUAGES, None]}},
     ),
 ]
 
@@ -127,6 +143,7 @@ class CreateKnowledgeBaseBody(Camel):
     chunk_size: ChunkSize | None = None
     chunk_overlap: ChunkOverlap | None = None
     source: Source | None = None
+    language: Language | None = None
 
 
 class UpdateKnowledgeBaseBody(Camel):
@@ -146,6 +163,7 @@ class UpdateKnowledgeBaseBody(Camel):
     chunk_size: ChunkSize | UnsetType = UNSET
     chunk_overlap: ChunkOverlap | UnsetType = UNSET
     source: Source | UnsetType | None = UNSET
+    language: Language | UnsetType = UNSET
 
 
 class KnowledgeBaseOut(Camel):
@@ -168,6 +186,7 @@ class KnowledgeBaseOut(Camel):
     status: str
     chunk_size: int
     chunk_overlap: int
+    language: str
 
 
 class KnowledgeBaseResponse(Camel):
@@ -228,6 +247,8 @@ class KnowledgeBaseFileOut(Camel):
     extracted_data: dict[str, Any] | None
     created_at: datetime
     updated_at: datetime
+    # Pages read by OCR: scanned PDF pages (no text layer) and image frames.
+    ocr_pages: int
 
     @classmethod
     def of(cls, f: KnowledgeBaseFile) -> KnowledgeBaseFileOut:
@@ -273,6 +294,8 @@ class SearchBody(Camel):
         Rule("query", required("query"), ABSENT, "a non-empty string"),
         too_long_rule("query", "query", MAX_QUERY),
         Rule("topK", TOP_K_INVALID, detail="out of range"),
+        Rule("filters", FILTERS_INVALID, detail="an object"),
+        Rule("rerank", RERANK_INVALID, detail="expected a boolean"),
     )
 
     query: Annotated[
@@ -293,6 +316,40 @@ class SearchBody(Camel):
         | UnsetType
     ) = UNSET
     top_k: Annotated[int, Meta(ge=1, le=MAX_TOP_K)] | None = None
+    filters: (
+        Annotated[
+            dict[str, Any],
+            Meta(
+                extra_json_schema=FILTERS_JSON_SCHEMA,
+                description="Limits the search to the files that match: `{key, op, value}` "
+                "(op one of eq, ne, gt, gte, lt, lte, in, nin; key a file field — fileId, "
+                "fileName, contentType, fileSize, createdAt — or a key of the file's "
+                "userMetadata, `userMetadata.<key>` to be explicit) or `{and: [...]}` / "
+                f"`{{or: [...]}}`, nested at most {MAX_FILTER_DEPTH} deep, at most "
+                f"{MAX_FILTER_CONDITIONS} conditions.",
+            ),
+        ]
+        | None
+    ) = None
+    rerank: (
+        Annotated[
+            bool,
+            Meta(
+                description="Order the best fused passages with the deployment's reranker "
+                "(default: when one is configured; true without one is 400). The response's "
+                "`X-Rerank` header says `applied`, `failed` (the fused order) or `off`."
+            ),
+        ]
+        | None
+    ) = None
+
+
+class HighlightOut(Camel):
+    """Where one of the query's terms stands in `text`: characters `start` to `end`
+    (exclusive)."""
+
+    start: int
+    end: int
 
 
 class SearchResultOut(Camel, omit_defaults=True):
@@ -302,6 +359,7 @@ class SearchResultOut(Camel, omit_defaults=True):
     text: str
     score: float
     knowledge_base_id: int
+    highlights: list[HighlightOut]
     page_number: int | None = None
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
+from dataclasses import replace
 
 from dishka import AsyncContainer, Provider, Scope, alias, provide, provide_all
 
@@ -48,6 +49,7 @@ from application.use_cases.search_knowledge_base import (
 from application.use_cases.send_chat_message import SendChatMessage
 from domain.chunks import SearchResult
 from domain.identity import Caller, Identity
+from domain.search import Filter
 from entrypoints.config import Settings
 from entrypoints.database import Database
 
@@ -81,14 +83,21 @@ class ScopedKnowledgeSearch:
         self._scopes = scopes
 
     async def search(
-        self, caller: Caller, kb_ids: list[int], query: str, top_k: int
+        self,
+        caller: Caller,
+        kb_ids: list[int],
+        query: str,
+        top_k: int,
+        *,
+        filters: Filter | None = None,
     ) -> list[SearchResult]:
         async with self._scopes.acting_for(caller) as scope:
-            return await (await scope.get(SearchKnowledgeBase)).execute(
-                SearchKnowledgeBaseQuery.parse(
-                    caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k, skip_missing=True
-                )
+            parsed = SearchKnowledgeBaseQuery.parse(
+                caller=caller, kb_ids=list(kb_ids), query=query, top_k=top_k, skip_missing=True
             )
+            use_case = await scope.get(SearchKnowledgeBase)
+            answer = await use_case.execute(replace(parsed, filters=filters))
+            return answer.results
 
 
 class ScopedSkillCatalog:

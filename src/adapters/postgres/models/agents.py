@@ -1,10 +1,12 @@
-"""Agents, their tags and the knowledge bases they search (migration 0003)."""
+"""Agents, their tags and the knowledge bases they search (migrations 0003, 0023)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from advanced_alchemy.mixins import IdentityPrimaryKey
+from advanced_alchemy.types import JsonB
 from sqlalchemy import BigInteger, ForeignKey, Index, Integer, String, Text, UniqueConstraint, text
 from sqlalchemy.dialects.postgresql import ARRAY
 from sqlalchemy.orm import Mapped, mapped_column
@@ -33,6 +35,7 @@ class AgentModel(IdentityPrimaryKey, Timestamps, Base):
     role: Mapped[str] = mapped_column(Text, server_default="")
     model: Mapped[str] = mapped_column(String(255))
     skill_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), server_default=text("'{}'"))
+    knowledge_filters: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
 
 
 class AgentKnowledgeBaseModel(Base):

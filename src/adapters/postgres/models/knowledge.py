@@ -15,7 +15,6 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     CheckConstraint,
-    Computed,
     DateTime,
     ForeignKey,
     Index,
@@ -75,6 +74,7 @@ class KnowledgeBaseModel(IdentityPrimaryKey, Timestamps, Base):
     reindex_error: Mapped[str | None] = mapped_column(Text)
     chunk_size: Mapped[int] = mapped_column(Integer, server_default="256")
     chunk_overlap: Mapped[int] = mapped_column(Integer, server_default="32")
+    language: Mapped[str] = mapped_column(String(32), server_default="english")
 
 
 class KnowledgeBaseFileModel(IdentityPrimaryKey, Timestamps, Base):
@@ -104,6 +104,8 @@ class KnowledgeBaseFileModel(IdentityPrimaryKey, Timestamps, Base):
     extracted_data: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
     processing_attempts: Mapped[int] = mapped_column(Integer, server_default="0")
     chunk_count: Mapped[int] = mapped_column(Integer, server_default="0")
+    # Pages its extraction read by OCR (migration 0021).
+    ocr_pages: Mapped[int] = mapped_column(Integer, server_default="0")
 
 
 class KnowledgeBaseStatsModel(Base):
@@ -150,10 +152,44 @@ class ChunkModel(IdentityPrimaryKey, Base):
     end_char: Mapped[int] = mapped_column(Integer)
     text: Mapped[str] = mapped_column(Text)
     embedding: Mapped[Any] = mapped_column(Vector())
-    tsv: Mapped[Any] = mapped_column(
-        TSVECTOR, Computed("to_tsvector('simple', text)", persisted=True)
-    )
+    # Written by the trigger `ap_chunk_text_search` (migration 0022) in the knowledge base's
+    # language, with `term_count`, the words the passage counts for BM25.
+    tsv: Mapped[Any] = mapped_column(TSVECTOR)
+    term_count: Mapped[int] = mapped_column(Integer, server_default="0")
     created_at: Mapped[dt.datetime] = now()
+
+
+class ChunkTermModel(Base):
+    """One lexeme of a passage (the inverted index BM25 reads), written by the trigger
+    `ap_chunk_terms` (migration 0022) from the passage's `tsv`."""
+
+    __tablename__ = "chunk_terms"
+    __table_args__ = (
+        Index(
+            "ix_chunk_terms_postings",
+            "knowledge_base_id",
+            "lexeme",
+            postgresql_include=[
+                "embedding_model",
+                "org_id",
+                "chunk_id",
+                "tf",
+                "dl",
+                "file_record_id",
+            ],
+        ),
+    )
+
+    chunk_id: Mapped[int] = mapped_column(
+        BigInteger, ForeignKey("chunks.id", ondelete="CASCADE"), primary_key=True
+    )
+    lexeme: Mapped[str] = mapped_column(Text, primary_key=True)
+    org_id: Mapped[str] = org_column()
+    knowledge_base_id: Mapped[int] = mapped_column(BigInteger)
+    embedding_model: Mapped[str] = mapped_column(String(255))
+    file_record_id: Mapped[int] = mapped_column(BigInteger)
+    tf: Mapped[int] = mapped_column(Integer)
+    dl: Mapped[int] = mapped_column(Integer)
 
 
 class EmbeddingPartModel(IdentityPrimaryKey, Base):
