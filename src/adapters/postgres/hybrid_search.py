@@ -257,11 +257,16 @@ class HybridSearch:
         wanted = {text.language: set(text.weights) for text in texts}
         spans: dict[int, list[tuple[int, int, str]]] = {}
         words: set[tuple[str, str]] = set()
+        # Set lookups only: this loop meets every word of every result.
+        prefixes = {
+            language: ({t[:3] for t in lexemes if len(t) >= 3}, {t for t in lexemes if len(t) < 3})
+            for language, lexemes in wanted.items()
+        }
         for chunk_id, (passage, language) in passages.items():
-            prefixes = {lexeme[:3] for lexeme in wanted.get(language, ())}
+            long, short = prefixes.get(language, (set(), set()))
             for match in WORD.finditer(passage):
                 word = match.group().lower()
-                if word[:3] in prefixes or any(word.startswith(p) for p in prefixes):
+                if word[:3] in long or (short and (word[:1] in short or word[:2] in short)):
                     spans.setdefault(chunk_id, []).append((match.start(), match.end(), word))
                     words.add((language, word))
         if not words:
