@@ -104,6 +104,8 @@ class Settings:
     ocr_max_seconds: int = 300
     embedding_part_size: int = DEFAULT_EMBEDDING_PART_SIZE
     torch_threads: int = 2
+    # The local embedding models' forward pass: ONNX Runtime (exported as they load) or torch.
+    embedding_runtime: str = "onnx"
     default_chat_model: str = DEFAULT_CHAT_MODEL
     model_prices: dict[str, ModelPrice] = field(default_factory=dict)
     chat_timeout: int = 120
@@ -269,6 +271,7 @@ class Settings:
                 "AP_EMBEDDING_PART_SIZE", DEFAULT_EMBEDDING_PART_SIZE, 1, 100_000
             ),
             torch_threads=integer("AP_TORCH_THREADS", 2, 1, 256),
+            embedding_runtime=choice("AP_EMBEDDING_RUNTIME", "onnx", ("onnx", "torch")),
             default_chat_model=_chat_model(
                 "AP_DEFAULT_CHAT_MODEL", text("AP_DEFAULT_CHAT_MODEL"), problems
             ),

@@ -86,3 +86,25 @@ async def test_encoding_does_not_block_the_event_loop(embedder):
     # A blocked loop would tick once at most; a free one ticks roughly every 10 ms.
     assert elapsed > 0.1
     assert ticks >= elapsed / 0.01 * 0.3
+
+
+async def test_onnx_runtime_and_torch_give_the_same_vectors(embedder):
+    torch_embedder = LocalSentenceTransformerEmbedder(
+        bundled_minilm_path(), batch_size=4, runtime="torch"
+    )
+    texts = [
+        "What similarity laws must be obeyed by aeroelastic models?",
+        "short",
+        "The boundary layer over a flat plate thickens downstream. " * 30,  # truncated at 256
+        "Ünïcödé, emoji 🚀 and numbers 3.14159",
+        "word " * 5000,
+    ]
+
+    onnx_vectors = await embedder.embed(texts)
+    torch_vectors = await torch_embedder.embed(texts)
+
+    assert embedder._onnx_encoder() is not None  # the default runtime is in use
+    assert torch_embedder._onnx_encoder() is None
+    for got, expected in zip(onnx_vectors, torch_vectors, strict=True):
+        assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-4
+        assert cosine(got, expected) > 0.99999

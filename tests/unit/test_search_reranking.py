@@ -3,6 +3,8 @@ the filters and `rerank` flag it takes."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 
 from application.ports.reranker import RerankFailed
@@ -112,3 +114,50 @@ async def test_filters_are_parsed_and_reach_the_passages(world, caller):
         )
     )  # fmt: skip
     assert chunks.searches[0]["filters"] == Condition("team", "eq", "aero", None)
+
+
+async def test_the_query_is_embedded_while_the_search_runs_and_its_failure_is_the_searchs(
+    world, caller
+):
+    kb = await create(world, caller)
+    events: list[str] = []
+
+    class Embedder:
+        dimensions = 384
+
+        def __init__(self, failure: Exception | None = None) -> None:
+            self.failure = failure
+
+        async def embed(self, texts):
+            events.append("embedding")
+            await asyncio.sleep(0.01)
+            if self.failure is not None:
+                raise self.failure
+            events.append("embedded")
+            return [[1.0] + [0.0] * 383 for _ in texts]
+
+    class Registry:
+        def __init__(self, embedder: Embedder) -> None:
+            self.embedder = embedder
+
+        def get(self, model, dimensions):
+            return self.embedder
+
+    class Chunks(FakeChunks):
+        async def search(self, org_id, *, query, scopes, top_k, filters=None):
+            events.append("words ranked")
+            [scope] = [await s.resolved() for s in scopes]
+            events.append(f"vector of {len(scope.query_vector)}")
+            return []
+
+    query = SearchKnowledgeBaseQuery.parse(caller=caller, kb_ids=[kb], query="wings")
+    search = SearchKnowledgeBase(world.kbs, Chunks(), Registry(Embedder()), fake_meter())
+    await search.execute(query)
+    assert events == ["embedding", "words ranked", "embedded", "vector of 384"]
+
+    # A failed embedding fails the search, whether or not the repository waited for it.
+    refused = SearchKnowledgeBase(
+        world.kbs, FakeChunks(), Registry(Embedder(RuntimeError("cap"))), fake_meter()
+    )
+    with pytest.raises(RuntimeError, match="cap"):
+        await refused.execute(query)

@@ -25,12 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from adapters.embeddings.onnx_encoder import OnnxEncoder
 from application.ports.embedder import EmbeddingFailed
 
 MINILM_DIMENSIONS = 384
 
 _models: dict[str, Any] = {}
 _models_lock = threading.Lock()
+_onnx: dict[str, OnnxEncoder | None] = {}  # per model folder, exported once (encoder thread)
 # One thread for all local encoding: torch already spreads each batch over the cores it may use,
 # so running batches side by side would only make each slower.
 _encoder_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="local-embedder")
@@ -236,6 +238,7 @@ class LocalSentenceTransformerEmbedder:
         dimensions: int = MINILM_DIMENSIONS,
         batch_size: int = 32,
         torch_threads: int = 2,
+        runtime: str = "onnx",
     ) -> None:
         if batch_size < 1:
             raise ValueError("batch_size must be at least 1")
@@ -245,6 +248,7 @@ class LocalSentenceTransformerEmbedder:
         self._dimensions = dimensions
         self._batch_size = batch_size
         self._torch_threads = torch_threads
+        self._runtime = runtime
 
     @property
     def dimensions(self) -> int:
@@ -263,19 +267,32 @@ class LocalSentenceTransformerEmbedder:
         # other processes on the machine) responsive while a batch encodes.
         if torch.get_num_threads() != self._torch_threads:
             torch.set_num_threads(self._torch_threads)
+        if self._runtime == "onnx" and str(path) not in _onnx:
+            _onnx[str(path)] = OnnxEncoder.export(model, self._torch_threads)
         return model
 
+    def _onnx_encoder(self) -> OnnxEncoder | None:
+        if self._runtime != "onnx":
+            return None
+        path = self._model_path if self._model_path is not None else bundled_minilm_path()
+        return _onnx.get(str(path))
+
     def encode_now(self, texts: list[str]) -> list[list[float]]:
-        """Vectors for `texts`, computed in the calling thread (the encoder thread)."""
+        """Vectors for `texts`, computed in the calling thread (the encoder thread): by ONNX
+        Runtime when the model was exported (`runtime` "onnx", the default), else by torch."""
         model = self._model()
+        onnx = self._onnx_encoder()
         try:
-            matrix = model.encode(
-                texts,
-                batch_size=self._batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            if onnx is not None:
+                matrix = onnx.encode(texts, self._batch_size)
+            else:
+                matrix = model.encode(
+                    texts,
+                    batch_size=self._batch_size,
+                    normalize_embeddings=True,
+                    convert_to_numpy=True,
+                    show_progress_bar=False,
+                )
         except (RuntimeError, ValueError, MemoryError) as exc:
             raise EmbeddingFailed(f"The local embedding model failed: {exc}") from exc
         if matrix.ndim != 2 or matrix.shape != (len(texts), self._dimensions):

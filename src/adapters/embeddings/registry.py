@@ -44,6 +44,7 @@ class DefaultEmbedderRegistry:
         openai_send_dimensions: bool = False,
         local_batch_size: int = 32,
         torch_threads: int = 2,
+        local_runtime: str = "onnx",
     ) -> None:
         self._gateway = gateway
         self._openai_timeout = openai_timeout
@@ -52,6 +53,7 @@ class DefaultEmbedderRegistry:
         self._openai_send_dimensions = openai_send_dimensions
         self._local_batch_size = local_batch_size
         self._torch_threads = torch_threads
+        self._local_runtime = local_runtime
         self._embedders: dict[tuple[str, int], Embedder] = {}
         self._lock = threading.Lock()
 
@@ -99,6 +101,7 @@ class DefaultEmbedderRegistry:
             dimensions=model_dimensions,
             batch_size=self._local_batch_size,
             torch_threads=self._torch_threads,
+            runtime=self._local_runtime,
         )
         self._embedders[key] = embedder
         return embedder

@@ -4,14 +4,16 @@ relevance feedback, then each passage's details and highlights.
 
 Feedback (on by default, `SearchTuning.feedback`): the first fusion's best passages move the
 query vector toward them (Rocchio: the unit query plus half the mean of the five best passages'
-unit vectors) and lend their weightiest words to the BM25 query (RM3, `text_search`); the two
-rankings searched again are the ones fused. Filters (`search_filters`) first resolve to the files
-they let through, whose passages are then searched exactly.
+unit vectors), which orders the first round's candidates again (one statement, whatever the
+knowledge base's size or index), and lend their weightiest words to the BM25 query (RM3,
+`text_search`), searched again; those two rankings are the ones fused. Filters
+(`search_filters`) first resolve to the files they let through, whose passages are then searched
+exactly. The best passages come back with their details, each file's best first, in one
+statement.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -30,30 +32,47 @@ ROCCHIO_PASSAGES = 5
 ROCCHIO_CANDIDATES = 50
 """The first fusion's best passages read for a scope's five (theirs among the best 50)."""
 
+# The first `$3` of the fused passages `$2` (in order) with their details; with `$4`
+# (diversify), each file's best passage before any file's second.
 DETAILS = """
-    SELECT c.id, c.text, c.page_number, c.knowledge_base_id, f.file_id::text, f.file_name
-    FROM chunks c JOIN knowledge_base_files f ON f.id = c.file_record_id
-    WHERE c.org_id = $1 AND c.id = ANY($2::bigint[])"""
+    SELECT r.id, r.text, r.page_number, r.knowledge_base_id, r.file_id, r.file_name FROM (
+        SELECT c.id, c.text, c.page_number, c.knowledge_base_id, f.file_id::text AS file_id,
+               f.file_name, o.n,
+               row_number() OVER (PARTITION BY c.file_record_id ORDER BY o.n) AS nth
+        FROM unnest($2::bigint[]) WITH ORDINALITY AS o(id, n)
+        JOIN chunks c ON c.id = o.id JOIN knowledge_base_files f ON f.id = c.file_record_id
+        WHERE c.org_id = $1) r
+    ORDER BY $4::boolean AND r.nth > 1, r.n LIMIT $3"""
+WORD = re.compile(r"\w+")
 # The lexemes of words in their knowledge base's language, for the highlights.
 LEXEMES = """
     SELECT x.language, x.word,
            ARRAY(SELECT u.lexeme FROM unnest(to_tsvector(
                ('pg_catalog.' || quote_ident(x.language))::regconfig, x.word)) u)
     FROM unnest($1::text[], $2::text[]) AS x(language, word)"""
-WORD = re.compile(r"\w+")
-FILES_OF = "SELECT id, file_record_id FROM chunks WHERE org_id = $1 AND id = ANY($2::bigint[])"
 LANGUAGES = "SELECT id, language FROM knowledge_bases WHERE id = ANY($1::bigint[])"
 FILTERED_FILES = """
     SELECT f.id FROM knowledge_base_files f
     WHERE f.org_id = $1 AND f.knowledge_base_id = ANY($2::bigint[]) AND {condition}"""
-# The mean of the best passages' unit vectors, for the query's second vector search (Rocchio).
+# Rocchio: the candidates `$8` ordered by their distance to the unit query `$6` plus `$7` times
+# the mean unit vector of the scope's first `$5` of the best passages `$2`.
 ROCCHIO = """
-    SELECT avg(l2_normalize(fb.embedding))::real[] FROM (
-        SELECT c.embedding FROM unnest($2::bigint[]) WITH ORDINALITY AS f(id, n)
-        JOIN chunks c ON c.id = f.id
-        WHERE c.org_id = $1 AND c.knowledge_base_id = ANY($3::bigint[])
-          AND c.embedding_model = $4
-        ORDER BY f.n LIMIT $5) fb"""
+    WITH fb AS MATERIALIZED (
+        SELECT avg(l2_normalize(x.embedding)) AS mean FROM (
+            SELECT c.embedding FROM unnest($2::bigint[]) WITH ORDINALITY AS f(id, n)
+            JOIN chunks c ON c.id = f.id
+            WHERE c.org_id = $1 AND c.knowledge_base_id = ANY($3::bigint[])
+              AND c.embedding_model = $4
+            ORDER BY f.n LIMIT $5) x),
+    q AS MATERIALIZED (
+        SELECT coalesce(l2_normalize($6::vector) + fb.mean * array_fill($7::real,
+                            ARRAY[vector_dims($6::vector)])::vector,
+                        $6::vector) AS v
+        FROM fb)
+    SELECT c.id FROM q, chunks c
+    WHERE c.org_id = $1 AND c.id = ANY($8::bigint[]) AND c.knowledge_base_id = ANY($3::bigint[])
+      AND c.embedding_model = $4
+    ORDER BY c.embedding <=> q.v, c.id LIMIT $9"""
 
 
 def filtered_statement(dimensions: int) -> str:
@@ -119,57 +138,42 @@ class HybridSearch:
             TextRanking(self._db, org_id, text_scope, tuning.bm25)
             for text_scope in self._text_scopes(scopes, languages, files)
         ]
-        dense = [await self._nearest(org_id, scope, depth, files) for scope in scopes]
+        # The words first: a query vector still being computed is ready by then.
         words = [await text.rank(query, depth) for text in texts] if query.strip() else []
+        scopes = [await scope.resolved() for scope in scopes]
+        dense = [await self._nearest(org_id, scope, depth, files) for scope in scopes]
         fused = self._fuse(dense, words)
         if tuning.feedback and fused:
+            candidates = sorted({i for ranking in (*dense, *words) for i in ranking})
             dense = [
-                await self._nearest(org_id, await self._rocchio(org_id, scope, fused), depth, files)
-                for scope in scopes
+                await self._rocchio(org_id, scope, fused, candidates, depth) for scope in scopes
             ]
             words = [await text.expanded(depth) for text in texts if text.scores]
             fused = self._fuse(dense, words)
-        if tuning.diversify:
-            fused = await self._diversified(org_id, fused[:depth])
-        best = fused[:top_k]
-        if not best:
+        if not fused:
             return []
-        rows = await self._db.fetch(DETAILS, org_id, [chunk_id for chunk_id, _ in best])
-        details = {row[0]: row for row in rows}
+        # Each file's best passage first (diversify): a long file's neighbouring passages do not
+        # push other files out of the first places.
+        rows = await self._db.fetch(
+            DETAILS, org_id, [chunk_id for chunk_id, _ in fused[:depth]], top_k, tuning.diversify
+        )
+        scores = dict(fused)
         marks = await self._highlights(
             {row[0]: (row[1], languages.get(row[3], "")) for row in rows}, texts
         )
         return [
             SearchResult(
-                chunk_id=chunk_id,
-                text=details[chunk_id][1],
-                page_number=details[chunk_id][2],
-                knowledge_base_id=details[chunk_id][3],
-                file_id=details[chunk_id][4],
-                file_name=details[chunk_id][5],
-                score=round(score, 6),
-                highlights=marks.get(chunk_id, ()),
+                chunk_id=row[0],
+                text=row[1],
+                page_number=row[2],
+                knowledge_base_id=row[3],
+                file_id=row[4],
+                file_name=row[5],
+                score=round(scores[row[0]], 6),
+                highlights=marks.get(row[0], ()),
             )
-            for chunk_id, score in best
-            if chunk_id in details
+            for row in rows
         ]
-
-    async def _diversified(
-        self, org_id: str, fused: list[tuple[int, float]]
-    ) -> list[tuple[int, float]]:
-        """`fused` with each file's best passage first, in their order, then the files' further
-        passages, in theirs: a long file's neighbouring passages do not push other files out of
-        the first places."""
-        rows = await self._db.fetch(FILES_OF, org_id, [chunk_id for chunk_id, _ in fused])
-        file_of = {int(r[0]): int(r[1]) for r in rows}
-        seen: set[int] = set()
-        first: list[tuple[int, float]] = []
-        rest: list[tuple[int, float]] = []
-        for item in fused:
-            file = file_of.get(item[0], -item[0])
-            (rest if file in seen else first).append(item)
-            seen.add(file)
-        return first + rest
 
     def _fuse(
         self, dense: Sequence[Sequence[int]], words: Sequence[Sequence[int]]
@@ -201,10 +205,16 @@ class HybridSearch:
         return _ids(rows)
 
     async def _rocchio(
-        self, org_id: str, scope: SearchScope, fused: Sequence[tuple[int, float]]
-    ) -> SearchScope:
-        """The scope with its query vector moved toward its best passages: the unit query plus
-        half the mean of the first fusion's five best passages' unit vectors (of this scope)."""
+        self,
+        org_id: str,
+        scope: SearchScope,
+        fused: Sequence[tuple[int, float]],
+        candidates: list[int],
+        depth: int,
+    ) -> list[int]:
+        """The first round's `candidates` ordered by their distance to the scope's query vector
+        moved toward its best passages: the unit query plus half the mean of the first fusion's
+        five best passages' unit vectors (of this scope)."""
         rows = await self._db.fetch(
             ROCCHIO,
             org_id,
@@ -212,22 +222,21 @@ class HybridSearch:
             scope.knowledge_base_ids,
             scope.embedding_model,
             ROCCHIO_PASSAGES,
+            scope.query_vector,
+            ROCCHIO_WEIGHT,
+            candidates,
+            depth,
         )
-        mean = rows[0][0] if rows else None
-        norm = math.sqrt(sum(x * x for x in scope.query_vector))
-        if mean is None or not norm:
-            return scope
-        vector = [
-            q / norm + ROCCHIO_WEIGHT * m for q, m in zip(scope.query_vector, mean, strict=True)
-        ]
-        return SearchScope(
-            knowledge_base_ids=scope.knowledge_base_ids,
-            embedding_model=scope.embedding_model,
-            dimensions=scope.dimensions,
-            query_vector=vector,
-        )
+        return _ids(rows)
 
     async def _languages(self, scopes: Sequence[SearchScope]) -> dict[int, str]:
+        """Each knowledge base's language: as the scopes carry them, else as stored."""
+        if all(len(s.languages) == len(s.knowledge_base_ids) for s in scopes):
+            return {
+                kb: language
+                for s in scopes
+                for kb, language in zip(s.knowledge_base_ids, s.languages, strict=True)
+            }
         ids = [kb for scope in scopes for kb in scope.knowledge_base_ids]
         return {int(r[0]): str(r[1]) for r in await self._db.fetch(LANGUAGES, ids)}
 
@@ -257,18 +266,11 @@ class HybridSearch:
         wanted = {text.language: set(text.weights) for text in texts}
         spans: dict[int, list[tuple[int, int, str]]] = {}
         words: set[tuple[str, str]] = set()
-        # Set lookups only: this loop meets every word of every result.
-        prefixes = {
-            language: ({t[:3] for t in lexemes if len(t) >= 3}, {t for t in lexemes if len(t) < 3})
-            for language, lexemes in wanted.items()
-        }
+        starts = {language: {t[:3] for t in lexemes if t} for language, lexemes in wanted.items()}
         for chunk_id, (passage, language) in passages.items():
-            long, short = prefixes.get(language, (set(), set()))
-            for match in WORD.finditer(passage):
-                word = match.group().lower()
-                if word[:3] in long or (short and (word[:1] in short or word[:2] in short)):
-                    spans.setdefault(chunk_id, []).append((match.start(), match.end(), word))
-                    words.add((language, word))
+            for found in _words_starting(passage, starts.get(language, set())):
+                spans.setdefault(chunk_id, []).append(found)
+                words.add((language, found[2]))
         if not words:
             return {}
         pairs = sorted(words)
@@ -292,6 +294,29 @@ class HybridSearch:
             FILTERED_FILES.format(condition=condition), org_id, kb_ids, *params.values
         )
         return _ids(rows)
+
+
+def _words_starting(passage: str, starts: set[str]) -> list[tuple[int, int, str]]:
+    """(start, end, lower-cased word) of the passage's words (maximal runs of word characters)
+    that begin with one of `starts`, in any case. Found with `str.find`, in C: scanning every
+    word of every result in Python was most of a search's own CPU."""
+    lower = passage.lower()
+    if len(lower) != len(passage):  # a character whose lower case is longer: offsets differ
+        return [
+            (m.start(), m.end(), m.group().lower())
+            for m in WORD.finditer(passage)
+            if any(m.group().lower().startswith(s) for s in starts)
+        ]
+    found: dict[int, tuple[int, int, str]] = {}
+    for start in starts:
+        at = lower.find(start)
+        while at >= 0:
+            if at == 0 or not WORD.match(lower, at - 1):
+                end = WORD.match(lower, at)
+                if end is not None:
+                    found[at] = (at, end.end(), end.group())
+            at = lower.find(start, at + 1)
+    return [found[at] for at in sorted(found)]
 
 
 def _ids(rows: Sequence[object]) -> list[int]:

@@ -50,31 +50,34 @@ STATISTICS = f"""
            greatest(coalesce((SELECT avg(sample.term_count)::float8 FROM (
                 SELECT c.term_count FROM chunks c WHERE {SCOPE} LIMIT 200) sample), 1), 1)
                AS avgdl"""
-# The first ranking in one statement: the query's lexemes in the language `$5` (with their
-# counts, qtf), their postings read once, each lexeme's weight qtf * idf from its document
-# frequency there, and the passages' scores. The weights come back too (rows without a passage),
-# with N and the average length, for the feedback round.
+# The first ranking in one statement: the query's lexemes in the language `$5` with their counts
+# (qtf), each lexeme's weight qtf * idf from its document frequency in the scope, and the
+# passages' scores. The weights come back too (rows without a passage), with N and the average
+# length, for the feedback round. Lexemes and weights travel as arrays, looked up by position:
+# joining the postings to them by lexeme cost more than reading the postings twice.
 FIRST_RANKING = f"""
-    WITH q AS (
-        SELECT u.lexeme, coalesce(cardinality(u.positions), 1)::float8 AS qtf
+    WITH q AS MATERIALIZED (
+        SELECT array_agg(u.lexeme) AS lexemes,
+               array_agg(coalesce(cardinality(u.positions), 1)::float8) AS counts
         FROM unnest(to_tsvector(('pg_catalog.' || quote_ident($5))::regconfig, $6)) u),
     stats AS MATERIALIZED ({STATISTICS}),
-    p AS MATERIALIZED (
-        SELECT t.chunk_id, t.lexeme, t.tf::float8 AS tf, t.dl FROM chunk_terms t
-        WHERE {POSTINGS.replace("$5::text[]", "ARRAY(SELECT q.lexeme FROM q)")}),
-    w AS (
-        SELECT q.lexeme, q.qtf * ln(1 + (greatest(stats.n, d.df) - d.df + 0.5) / (d.df + 0.5))
-                   AS weight
-        FROM q JOIN (SELECT p.lexeme, count(*)::float8 AS df FROM p GROUP BY p.lexeme) d
-             USING (lexeme), stats),
+    w AS MATERIALIZED (
+        SELECT array_agg(d.lexeme) AS lexemes,
+               array_agg(q.counts[array_position(q.lexemes, d.lexeme)]
+                         * ln(1 + (greatest(stats.n, d.df) - d.df + 0.5) / (d.df + 0.5)))
+                   AS weights
+        FROM q, stats, (SELECT t.lexeme, count(*)::float8 AS df FROM q, chunk_terms t
+                        WHERE {POSTINGS.replace("$5::text[]", "q.lexemes")}
+                        GROUP BY t.lexeme) d),
     ranked AS (
-        SELECT p.chunk_id, sum(w.weight * p.tf * ($7::float8 + 1)
-                               / (p.tf + $7::float8 * (1 - $8::float8
-                                                       + $8::float8 * p.dl / stats.avgdl)))
+        SELECT t.chunk_id,
+               sum(w.weights[array_position(w.lexemes, t.lexeme)] * t.tf * ($7::float8 + 1)
+                   / (t.tf + $7::float8 * (1 - $8::float8 + $8::float8 * t.dl / stats.avgdl)))
                    AS score
-        FROM p JOIN w USING (lexeme), stats
-        GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT $9)
-    SELECT NULL::bigint, w.weight, w.lexeme, stats.n, stats.avgdl FROM w, stats
+        FROM w, stats, chunk_terms t
+        WHERE {POSTINGS.replace("$5::text[]", "w.lexemes")}
+        GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $9)
+    SELECT NULL::bigint, unnest(w.weights), unnest(w.lexemes), stats.n, stats.avgdl FROM w, stats
     UNION ALL
     SELECT ranked.chunk_id, ranked.score, NULL, NULL, NULL FROM ranked"""
 SCORED = f"""

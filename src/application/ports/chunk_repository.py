@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Sequence
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from domain.chunks import SearchResult, TextChunk
@@ -22,6 +22,18 @@ class SearchScope:
     embedding_model: str
     dimensions: int
     query_vector: list[float]
+    languages: tuple[str, ...] = ()
+    """Each knowledge base's full-text language, in the order of `knowledge_base_ids` (empty:
+    the repository reads them)."""
+    pending_vector: Awaitable[list[float]] | None = None
+    """The query vector while it is still being computed (`query_vector` is empty until then):
+    a search can rank the words meanwhile, then waits for it (`resolved`)."""
+
+    async def resolved(self) -> SearchScope:
+        """The scope with its query vector (waiting for a pending one)."""
+        if self.pending_vector is None:
+            return self
+        return replace(self, query_vector=await self.pending_vector, pending_vector=None)
 
 
 class ChunkRepository(Protocol):

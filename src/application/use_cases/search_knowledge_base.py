@@ -1,12 +1,14 @@
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass, replace
 from typing import Literal
 
 from application.metering import SpendMeter
 from application.ports.chunk_repository import ChunkRepository, SearchScope
-from application.ports.embedder import EmbedderRegistry
+from application.ports.embedder import Embedder, EmbedderRegistry
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.reranker import Reranker, RerankFailed
 from domain.chunks import MAX_SEARCHED, SearchResult, parse_search_query, parse_top_k
@@ -118,38 +120,54 @@ class SearchKnowledgeBase:
         if query.rerank and configured is None:
             raise Invalid(RERANK_UNAVAILABLE, [field_error("rerank", "no reranker configured")])
         reranker = configured if query.rerank is not False else None
-        groups: dict[tuple[str, int], list[int]] = defaultdict(list)
+        groups: dict[tuple[str, int], list[tuple[int, str]]] = defaultdict(list)
         for kb_id in query.kb_ids:
             kb = await self._kbs.get(query.caller.org_id, kb_id)
             if kb is None and query.skip_missing:
                 continue
             if kb is None:
                 raise NotFound(KB_NOT_FOUND)
-            groups[(kb.embedding_model, kb.embedding_dimensions)].append(kb.id)
+            groups[(kb.embedding_model, kb.embedding_dimensions)].append((kb.id, kb.language))
         if not groups:
             return SearchAnswer(results=[])
-        scopes = []
         embedders = self._meter.embedders(
             self._embedders, query.caller.org_id, query.caller.user_id
         )
-        for (model, dimensions), ids in groups.items():
-            (vector,) = await embedders.get(model, dimensions).embed([query.query])
-            scopes.append(
-                SearchScope(
-                    knowledge_base_ids=ids,
-                    embedding_model=model,
-                    dimensions=dimensions,
-                    query_vector=vector,
-                )
-            )
         depth = max(query.top_k, self._reranking.candidates) if reranker else query.top_k
-        results = await self._chunks.search(
-            query.caller.org_id,
-            query=query.query.strip(),
-            scopes=scopes,
-            top_k=depth,
-            filters=query.filters,
-        )
+        # Each query vector is computed while the search ranks the words (`pending_vector`).
+        vectors: list[asyncio.Future[list[float]]] = []
+        try:
+            scopes = []
+            for (model, dimensions), kbs in groups.items():
+                vectors.append(
+                    asyncio.ensure_future(_embed_one(embedders.get(model, dimensions), query))
+                )
+                scopes.append(
+                    SearchScope(
+                        knowledge_base_ids=[kb_id for kb_id, _ in kbs],
+                        embedding_model=model,
+                        dimensions=dimensions,
+                        query_vector=[],
+                        languages=tuple(language for _, language in kbs),
+                        pending_vector=vectors[-1],
+                    )
+                )
+            await asyncio.sleep(0)  # lets each embedding start (reach its model) first
+            results = await self._chunks.search(
+                query.caller.org_id,
+                query=query.query.strip(),
+                scopes=scopes,
+                top_k=depth,
+                filters=query.filters,
+            )
+            for vector in vectors:
+                await vector  # an embedding's failure (a spend cap reached) is the search's
+        except BaseException:
+            for vector in vectors:
+                vector.cancel()
+                with contextlib.suppress(BaseException):
+                    await vector
+            raise
         if reranker is None or not results:
             return SearchAnswer(results=results[: query.top_k])
         try:
@@ -161,3 +179,8 @@ class SearchKnowledgeBase:
         ranked = sorted(zip(scores, range(len(results)), results, strict=True), reverse=True)
         reranked = [replace(r, score=round(score, 6)) for score, _, r in ranked]
         return SearchAnswer(results=reranked[: query.top_k], rerank="applied")
+
+
+async def _embed_one(embedder: Embedder, query: SearchKnowledgeBaseQuery) -> list[float]:
+    (vector,) = await embedder.embed([query.query])
+    return vector

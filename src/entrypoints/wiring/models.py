@@ -36,7 +36,11 @@ class ModelProvider(Provider):
 
     @provide
     def embedders(self, settings: Settings, gateway: OpenAIGateway) -> EmbedderRegistry:
-        return DefaultEmbedderRegistry(gateway=gateway, torch_threads=settings.torch_threads)
+        return DefaultEmbedderRegistry(
+            gateway=gateway,
+            torch_threads=settings.torch_threads,
+            local_runtime=settings.embedding_runtime,
+        )
 
     @provide
     async def local_chat_model(self, settings: Settings) -> AsyncIterator[LlamaCppChatModel]:
