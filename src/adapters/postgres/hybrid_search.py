@@ -123,8 +123,8 @@ class HybridSearch:
         filters: Filter | None = None,
     ) -> list[SearchResult]:
         """Vector and BM25 rankings fused by weighted reciprocal rank; with feedback (the
-        default), both searched again from what the first fusion found (Rocchio for the vector,
-        RM3 for the words) and those second rankings fused."""
+        default), second rankings from what the first ones found (Rocchio from the first fusion
+        for the vector, RM3 from the first BM25 ranking for the words) are the ones fused."""
         tuning = self.tuning
         depth = max(top_k * 4, 40)
         kb_ids = [kb for scope in scopes for kb in scope.knowledge_base_ids]
@@ -138,8 +138,10 @@ class HybridSearch:
             TextRanking(self._db, org_id, text_scope, tuning.bm25)
             for text_scope in self._text_scopes(scopes, languages, files)
         ]
-        # The words first: a query vector still being computed is ready by then.
+        # The words first, both rounds (RM3 reads the first BM25 ranking only): a query vector
+        # still being computed is ready by then.
         words = [await text.rank(query, depth) for text in texts] if query.strip() else []
+        expanded = [await t.expanded(depth) for t in texts if t.scores] if tuning.feedback else []
         scopes = [await scope.resolved() for scope in scopes]
         dense = [await self._nearest(org_id, scope, depth, files) for scope in scopes]
         fused = self._fuse(dense, words)
@@ -148,8 +150,7 @@ class HybridSearch:
             dense = [
                 await self._rocchio(org_id, scope, fused, candidates, depth) for scope in scopes
             ]
-            words = [await text.expanded(depth) for text in texts if text.scores]
-            fused = self._fuse(dense, words)
+            fused = self._fuse(dense, expanded)
         if not fused:
             return []
         # Each file's best passage first (diversify): a long file's neighbouring passages do not
@@ -260,13 +261,17 @@ class HybridSearch:
         self, passages: dict[int, tuple[str, str]], texts: Sequence[TextRanking]
     ) -> dict[int, tuple[Highlight, ...]]:
         """Where the query's own lexemes (not the feedback's) stand in each passage: its words
-        whose lexemes, in its knowledge base's language, are among them. Only words sharing
-        their first three letters with one of those lexemes are looked up (stemming keeps them;
-        the rest cannot match)."""
+        whose lexemes, in its knowledge base's language, are among them. Only words starting
+        with one of those lexemes less its last two letters (at least its first three) are
+        looked up: a stemmer keeps a word's beginning and changes at most its last letters
+        (studies: studi; hoping: hope), so the rest cannot match."""
         wanted = {text.language: set(text.weights) for text in texts}
         spans: dict[int, list[tuple[int, int, str]]] = {}
         words: set[tuple[str, str]] = set()
-        starts = {language: {t[:3] for t in lexemes if t} for language, lexemes in wanted.items()}
+        starts = {
+            language: {t[: max(3, len(t) - 2)] for t in lexemes if t}
+            for language, lexemes in wanted.items()
+        }
         for chunk_id, (passage, language) in passages.items():
             for found in _words_starting(passage, starts.get(language, set())):
                 spans.setdefault(chunk_id, []).append(found)
@@ -278,14 +283,11 @@ class HybridSearch:
             LEXEMES, [language for language, _ in pairs], [word for _, word in pairs]
         )
         hits = {(r[0], r[1]) for r in rows if wanted.get(r[0], set()) & set(r[2])}
-        return {
-            chunk_id: tuple(
-                Highlight(start, end)
-                for start, end, word in found
-                if (passages[chunk_id][1], word) in hits
-            )
-            for chunk_id, found in spans.items()
-        }
+        marks: dict[int, tuple[Highlight, ...]] = {}
+        for chunk_id, found in spans.items():
+            language = passages[chunk_id][1]
+            marks[chunk_id] = tuple(Highlight(s, e) for s, e, w in found if (language, w) in hits)
+        return marks
 
     async def _filtered_files(self, org_id: str, kb_ids: list[int], filters: Filter) -> list[int]:
         params = Params(3)

@@ -13,15 +13,23 @@ with `w(t) = qtf(t) * idf(t)`, `idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))`; N
 are counted over the passages searched (the knowledge bases' current model, and the files the
 filters let through), so a term's weight is the corpus's own.
 
+Postgres reads each lexeme's postings in the scope as arrays (one row a lexeme); the scores
+are summed here, with numpy: the executor's cost per posting, to join a posting to its weight
+and sum it, was most of a search's time (BENCHMARKS.md, "Retrieval quality").
+
 Relevance feedback (RM3, with the usual parameters): the words that weigh most in the first
 ranking's best passages (each passage's share of the word, weighted by its score) are added to
-the query, the original terms keeping half the weight; the second ranking is the one fused.
+the query, the original terms keeping half the weight; the second ranking is the one fused. The
+original lexemes' postings are kept from the first ranking; only the added words' are read.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
 
 from adapters.postgres.database import OrgConnection
 
@@ -50,49 +58,34 @@ STATISTICS = f"""
            greatest(coalesce((SELECT avg(sample.term_count)::float8 FROM (
                 SELECT c.term_count FROM chunks c WHERE {SCOPE} LIMIT 200) sample), 1), 1)
                AS avgdl"""
-# The first ranking in one statement: the query's lexemes in the language `$5` with their counts
-# (qtf), each lexeme's weight qtf * idf from its document frequency in the scope, and the
-# passages' scores. The weights come back too (rows without a passage), with N and the average
-# length, for the feedback round. Lexemes and weights travel as arrays, looked up by position:
-# joining the postings to them by lexeme cost more than reading the postings twice.
-FIRST_RANKING = f"""
+# One lexeme's postings as three packed big-endian arrays (passage ids, term counts, lengths):
+# read as numpy arrays without a Python object per posting.
+PACKED = """string_agg(int8send(t.chunk_id), ''::bytea), string_agg(int4send(t.tf), ''::bytea),
+           string_agg(int4send(t.dl), ''::bytea)"""
+# Each lexeme's postings in the scope: (lexeme, passage ids, term counts, passage lengths).
+POSTING_LISTS = f"""
+    SELECT t.lexeme, {PACKED} FROM chunk_terms t WHERE {POSTINGS} GROUP BY t.lexeme"""
+# The first ranking's reads in one statement: the query's lexemes in the language `$5` with
+# their counts (qtf), N and the average length (the first row), then their posting lists.
+FIRST_POSTINGS = f"""
     WITH q AS MATERIALIZED (
         SELECT array_agg(u.lexeme) AS lexemes,
-               array_agg(coalesce(cardinality(u.positions), 1)::float8) AS counts
-        FROM unnest(to_tsvector(('pg_catalog.' || quote_ident($5))::regconfig, $6)) u),
-    stats AS MATERIALIZED ({STATISTICS}),
-    w AS MATERIALIZED (
-        SELECT array_agg(d.lexeme) AS lexemes,
-               array_agg(q.counts[array_position(q.lexemes, d.lexeme)]
-                         * ln(1 + (greatest(stats.n, d.df) - d.df + 0.5) / (d.df + 0.5)))
-                   AS weights
-        FROM q, stats, (SELECT t.lexeme, count(*)::float8 AS df FROM q, chunk_terms t
-                        WHERE {POSTINGS.replace("$5::text[]", "q.lexemes")}
-                        GROUP BY t.lexeme) d),
-    ranked AS (
-        SELECT t.chunk_id,
-               sum(w.weights[array_position(w.lexemes, t.lexeme)] * t.tf * ($7::float8 + 1)
-                   / (t.tf + $7::float8 * (1 - $8::float8 + $8::float8 * t.dl / stats.avgdl)))
-                   AS score
-        FROM w, stats, chunk_terms t
-        WHERE {POSTINGS.replace("$5::text[]", "w.lexemes")}
-        GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $9)
-    SELECT NULL::bigint, unnest(w.weights), unnest(w.lexemes), stats.n, stats.avgdl FROM w, stats
+               array_agg(coalesce(cardinality(u.positions), 1)) AS counts
+        FROM unnest(to_tsvector(('pg_catalog.' || quote_ident($5))::regconfig, $6)) u)
+    SELECT NULL::text, NULL::bytea, NULL::bytea, NULL::bytea, q.lexemes, q.counts, s.n, s.avgdl
+    FROM q, ({STATISTICS}) s
     UNION ALL
-    SELECT ranked.chunk_id, ranked.score, NULL, NULL, NULL FROM ranked"""
-SCORED = f"""
-    SELECT t.chunk_id,
-           sum(($6::float8[])[array_position($5::text[], t.lexeme)] * t.tf * ($7::float8 + 1)
-               / (t.tf + $7::float8 * (1 - $8::float8 + $8::float8 * t.dl / $9::float8)))
-               AS score
-    FROM chunk_terms t WHERE {POSTINGS}
-    GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $10"""
+    SELECT t.lexeme, {PACKED}, NULL, NULL, NULL, NULL
+    FROM q, chunk_terms t WHERE {POSTINGS.replace("$5::text[]", "q.lexemes")}
+    GROUP BY t.lexeme"""
 # The words of the best passages, each with its share of them (RM3's relevance model) and its
-# document frequency in the scope.
+# document frequency in the scope (counted unless it is one of `$8`, whose postings are known).
 FEEDBACK = f"""
     SELECT f.lexeme, f.share,
-           (SELECT count(*) FROM chunk_terms t
-            WHERE {POSTINGS.replace("t.lexeme = ANY($5::text[])", "t.lexeme = f.lexeme")})
+           CASE WHEN f.lexeme = ANY($8::text[]) THEN NULL ELSE (
+               SELECT count(*) FROM chunk_terms t
+               WHERE {POSTINGS.replace("t.lexeme = ANY($5::text[])", "t.lexeme = f.lexeme")})
+           END
     FROM (SELECT t.lexeme, sum(w.weight * t.tf::float8 / greatest(t.dl, 1)) AS share
           FROM unnest($5::bigint[], $6::float8[]) AS w(id, weight)
           JOIN chunk_terms t ON t.chunk_id = w.id AND t.org_id = $1
@@ -119,6 +112,15 @@ class TextScope:
     files: list[int] | None
 
 
+Postings = tuple[Any, Any, Any]
+"""One lexeme's postings: passage ids, term counts and passage lengths (numpy arrays)."""
+
+
+def idf(n: float, df: float) -> float:
+    """BM25's inverse document frequency (never negative)."""
+    return math.log(1 + (max(n, df) - df + 0.5) / (df + 0.5))
+
+
 class TextRanking:
     """BM25 rankings of one scope; `rank` then, for feedback, `expanded`."""
 
@@ -129,6 +131,7 @@ class TextRanking:
         self._bm25 = bm25
         self._total = 0.0
         self._average = 1.0
+        self._postings: dict[str, Postings] = {}
         self.weights: dict[str, float] = {}
         self.scores: list[tuple[int, float]] = []
 
@@ -143,21 +146,21 @@ class TextRanking:
     async def rank(self, query: str, depth: int) -> list[int]:
         """The passages holding any of the query's lexemes, best first (at most `depth`)."""
         rows = await self._db.fetch(
-            FIRST_RANKING,
-            *self._scope_args(),
-            self._scope.language,
-            query,
-            self._bm25.k1,
-            self._bm25.b,
-            depth,
+            FIRST_POSTINGS, *self._scope_args(), self._scope.language, query
         )
-        self.weights = {str(r[2]): float(r[1]) for r in rows if r[0] is None and r[1] > 0}
+        counts: dict[str, int] = {}
         for row in rows:
             if row[0] is None:
-                self._total, self._average = float(row[3]), float(row[4])
-                break
-        self.scores = [(int(r[0]), float(r[1])) for r in rows if r[0] is not None]
-        return [chunk_id for chunk_id, _ in self.scores]
+                counts = dict(zip(row[4] or [], row[5] or [], strict=True))
+                self._total, self._average = float(row[6]), float(row[7])
+        self._keep(rows)
+        self.weights = {
+            lexeme: counts[lexeme] * idf(self._total, len(self._postings[lexeme][0]))
+            for lexeme in counts
+            if lexeme in self._postings
+        }
+        self.weights = {lexeme: w for lexeme, w in self.weights.items() if w > 0}
+        return self._scored(self.weights, depth)
 
     async def expanded(self, depth: int) -> list[int]:
         """The ranking again, the query expanded with the words of the first ranking's best
@@ -172,34 +175,52 @@ class TextRanking:
             [chunk_id for chunk_id, _ in best],
             [score / total_score for _, score in best],
             FEEDBACK_CANDIDATES,
+            list(self._postings),
         )
         n = max(self._total, 1.0)
-        shares = {str(r[0]): float(r[1]) for r in rows if r[2]}
-        idf = {
-            str(r[0]): math.log(1 + (max(n, r[2]) - r[2] + 0.5) / (r[2] + 0.5))
-            for r in rows
-            if r[2]
+        frequencies = {
+            str(r[0]): float(len(self._postings[r[0]][0]) if r[2] is None else r[2]) for r in rows
         }
-        chosen = sorted(shares, key=lambda t: (-shares[t] * idf[t], t))[:FEEDBACK_TERMS]
+        shares = {str(r[0]): float(r[1]) for r in rows if frequencies[r[0]]}
+        idfs = {t: idf(n, frequencies[t]) for t in shares}
+        chosen = sorted(shares, key=lambda t: (-shares[t] * idfs[t], t))[:FEEDBACK_TERMS]
         chosen_total = sum(shares[t] for t in chosen)
         original_total = sum(self.weights.values())
         weights = {t: ORIGINAL_WEIGHT * w / original_total for t, w in self.weights.items()}
         for term in chosen:
-            extra = (1 - ORIGINAL_WEIGHT) * shares[term] / chosen_total * idf[term]
+            extra = (1 - ORIGINAL_WEIGHT) * shares[term] / chosen_total * idfs[term]
             weights[term] = weights.get(term, 0.0) + extra
-        return await self._scored(weights, depth)
+        missing = [t for t in weights if t not in self._postings]
+        if missing:
+            self._keep(await self._db.fetch(POSTING_LISTS, *self._scope_args(), missing))
+        return self._scored(weights, depth)
 
-    async def _scored(self, weights: dict[str, float], depth: int) -> list[int]:
-        terms = list(weights)
-        rows = await self._db.fetch(
-            SCORED,
-            *self._scope_args(),
-            terms,
-            [weights[t] for t in terms],
-            self._bm25.k1,
-            self._bm25.b,
-            self._average,
-            depth,
-        )
-        self.scores = [(int(r[0]), float(r[1])) for r in rows]
+    def _keep(self, rows: list[Any]) -> None:
+        for row in rows:
+            if row[0] is not None:
+                self._postings[str(row[0])] = (
+                    np.frombuffer(row[1], dtype=">i8"),
+                    np.frombuffer(row[2], dtype=">i4").astype(np.float64),
+                    np.frombuffer(row[3], dtype=">i4").astype(np.float64),
+                )
+
+    def _scored(self, weights: dict[str, float], depth: int) -> list[int]:
+        """Okapi BM25 of the passages holding any of the weighted lexemes, best first (ties
+        by id), the first `depth`."""
+        k1, b = self._bm25.k1, self._bm25.b
+        ids, parts = [], []
+        for lexeme, weight in weights.items():
+            postings = self._postings.get(lexeme)
+            if postings is None:
+                continue
+            chunk_ids, tf, dl = postings
+            ids.append(chunk_ids)
+            parts.append(weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / self._average)))
+        if not ids:
+            self.scores = []
+            return []
+        passages, where = np.unique(np.concatenate(ids), return_inverse=True)
+        sums = np.bincount(where, weights=np.concatenate(parts))
+        order = np.lexsort((passages, -sums))[:depth]
+        self.scores = [(int(passages[i]), float(sums[i])) for i in order]
         return [chunk_id for chunk_id, _ in self.scores]
