@@ -284,9 +284,9 @@ class HybridSearch:
         )
         hits = {(r[0], r[1]) for r in rows if wanted.get(r[0], set()) & set(r[2])}
         marks: dict[int, tuple[Highlight, ...]] = {}
-        for chunk_id, found in spans.items():
+        for chunk_id, located in spans.items():
             language = passages[chunk_id][1]
-            marks[chunk_id] = tuple(Highlight(s, e) for s, e, w in found if (language, w) in hits)
+            marks[chunk_id] = tuple(Highlight(s, e) for s, e, w in located if (language, w) in hits)
         return marks
 
     async def _filtered_files(self, org_id: str, kb_ids: list[int], filters: Filter) -> list[int]:
