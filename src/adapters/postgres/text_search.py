@@ -112,8 +112,8 @@ class TextScope:
     files: list[int] | None
 
 
-Postings = tuple[Any, Any, Any]
-"""One lexeme's postings: passage ids, term counts and passage lengths (numpy arrays)."""
+Postings = tuple[Any, Any]
+"""One lexeme's postings: passage ids and their term-frequency factors (numpy arrays)."""
 
 
 def idf(n: float, df: float) -> float:
@@ -196,31 +196,31 @@ class TextRanking:
         return self._scored(weights, depth)
 
     def _keep(self, rows: list[Any]) -> None:
+        """The posting lists of `rows`, each with its term-frequency factor (BM25's
+        `tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`); after N and avgdl are read."""
+        k1, b = self._bm25.k1, self._bm25.b
         for row in rows:
             if row[0] is not None:
-                self._postings[str(row[0])] = (
-                    np.frombuffer(row[1], dtype=">i8"),
-                    np.frombuffer(row[2], dtype=">i4").astype(np.float64),
-                    np.frombuffer(row[3], dtype=">i4").astype(np.float64),
-                )
+                tf = np.frombuffer(row[2], dtype=">i4").astype(np.float64)
+                dl = np.frombuffer(row[3], dtype=">i4").astype(np.float64)
+                factor = tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / self._average))
+                self._postings[str(row[0])] = (np.frombuffer(row[1], dtype=">i8"), factor)
 
     def _scored(self, weights: dict[str, float], depth: int) -> list[int]:
         """Okapi BM25 of the passages holding any of the weighted lexemes, best first (ties
         by id), the first `depth`."""
-        k1, b = self._bm25.k1, self._bm25.b
         ids, parts = [], []
         for lexeme, weight in weights.items():
             postings = self._postings.get(lexeme)
-            if postings is None:
-                continue
-            chunk_ids, tf, dl = postings
-            ids.append(chunk_ids)
-            parts.append(weight * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / self._average)))
+            if postings is not None:
+                ids.append(postings[0])
+                parts.append(weight * postings[1])
         if not ids:
             self.scores = []
             return []
         passages, where = np.unique(np.concatenate(ids), return_inverse=True)
         sums = np.bincount(where, weights=np.concatenate(parts))
         order = np.lexsort((passages, -sums))[:depth]
-        self.scores = [(int(passages[i]), float(sums[i])) for i in order]
-        return [chunk_id for chunk_id, _ in self.scores]
+        best: list[int] = passages[order].tolist()
+        self.scores = list(zip(best, sums[order].tolist(), strict=True))
+        return best
