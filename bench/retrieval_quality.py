@@ -733,7 +733,8 @@ def run(args: argparse.Namespace, info: dict[str, str]) -> tuple[str, bool]:
         + "; graded judgements, gain 5 - code for codes 1-4; nDCG@10 with the ideal DCG from "
         "every judged relevant document; Recall and MRR count codes 1-4 as relevant.",
         "- The service: `agent-platform serve` on the embedded defaults with its worker child "
-        f"(`AP_LOG_LEVEL={args.log_level}`"
+        f"(`AP_LOG_LEVEL={args.log_level}` while it ingests; searched once restarted at `info`, "
+        "the default"
         + (f", `AP_RERANK_MODEL={args.rerank_model}`" if args.rerank_model else "")
         + f"); the knowledge base as created with no options: embedding model "
         f"`{defaults.get('embeddingModel')}`, chunk size {defaults.get('chunkSize')}, overlap "

@@ -197,6 +197,7 @@ class PgChunkRepository:
     """Scopes of at most this many passages are searched exactly (tests lower it)."""
     tuning: SearchTuning = SearchTuning()
     """The fusion's weights and the feedback (the deployment's settings, set by the wiring)."""
+    _sizes: dict[tuple[tuple[int, ...], int], list[Any]] | None
 
     async def search(
         self,
@@ -207,12 +208,34 @@ class PgChunkRepository:
         top_k: int,
         filters: Filter | None = None,
     ) -> list[SearchResult]:
-        return await HybridSearch(self._db, self.nearest, self.tuning).search(
-            org_id, query=query, scopes=scopes, top_k=top_k, filters=filters
-        )
+        self._sizes = {}
+        try:
+            if filters is None:
+                # Read now, while a query vector is still being computed, not after it.
+                for scope in scopes:
+                    await self._scope_sizes(scope)
+            return await HybridSearch(self._db, self.nearest, self.tuning).search(
+                org_id, query=query, scopes=scopes, top_k=top_k, filters=filters
+            )
+        finally:
+            self._sizes = None
 
     def __init__(self, db: OrgConnection) -> None:
         self._db = db
+        self._sizes = None
+
+    async def _scope_sizes(self, scope: SearchScope) -> list[Any]:
+        """`SCOPE_SIZE`'s rows for the scope (read once in a search)."""
+        key = (tuple(scope.knowledge_base_ids), scope.dimensions)
+        rows = None if self._sizes is None else self._sizes.get(key)
+        if rows is None:
+            dims = scope.dimensions
+            rows = await self._db.fetch(
+                SCOPE_SIZE, scope.knowledge_base_ids, dims, shared_index_name(dims)
+            )
+            if self._sizes is not None:
+                self._sizes[key] = rows
+        return rows
 
     async def replace_for_file(
         self,
@@ -282,9 +305,7 @@ class PgChunkRepository:
         the shared index; the parts merged by distance. One statement after the sizes' read,
         two when knowledge bases with and without an own index need the shared one."""
         dims = scope.dimensions
-        rows = await self._db.fetch(
-            SCOPE_SIZE, scope.knowledge_base_ids, dims, shared_index_name(dims)
-        )
+        rows = await self._scope_sizes(scope)
         sizes = {int(r[0]): int(r[1]) for r in rows}
         own = [int(r[0]) for r in rows if r[2]]
         shared_rows = float(rows[0][3] or 0.0) if rows else 0.0

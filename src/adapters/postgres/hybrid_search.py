@@ -44,6 +44,12 @@ DETAILS = """
         WHERE c.org_id = $1) r
     ORDER BY $4::boolean AND r.nth > 1, r.n LIMIT $3"""
 WORD = re.compile(r"\w+")
+LEXEME_CACHE_SIZE = 200_000
+_lexemes_of: dict[str, dict[tuple[str, str], frozenset[str]]] = {}
+"""Per organization (so that no search's speed tells another organization's words), each
+(language, lower-cased word) looked up for highlights, with its lexemes: a language's stemming
+never changes, and a knowledge base's vocabulary soon recurs, so most searches need no look-up.
+Emptied when full (at most about 40 MB)."""
 # The lexemes of words in their knowledge base's language, for the highlights.
 LEXEMES = """
     SELECT x.language, x.word,
@@ -160,7 +166,7 @@ class HybridSearch:
         )
         scores = dict(fused)
         marks = await self._highlights(
-            {row[0]: (row[1], languages.get(row[3], "")) for row in rows}, texts
+            org_id, {row[0]: (row[1], languages.get(row[3], "")) for row in rows}, texts
         )
         return [
             SearchResult(
@@ -258,7 +264,7 @@ class HybridSearch:
         return list(grouped.values())
 
     async def _highlights(
-        self, passages: dict[int, tuple[str, str]], texts: Sequence[TextRanking]
+        self, org_id: str, passages: dict[int, tuple[str, str]], texts: Sequence[TextRanking]
     ) -> dict[int, tuple[Highlight, ...]]:
         """Where the query's own lexemes (not the feedback's) stand in each passage: its words
         whose lexemes, in its knowledge base's language, are among them. Only words starting
@@ -278,11 +284,17 @@ class HybridSearch:
                 words.add((language, found[2]))
         if not words:
             return {}
-        pairs = sorted(words)
-        rows = await self._db.fetch(
-            LEXEMES, [language for language, _ in pairs], [word for _, word in pairs]
-        )
-        hits = {(r[0], r[1]) for r in rows if wanted.get(r[0], set()) & set(r[2])}
+        known = _lexemes_of.setdefault(org_id, {})
+        unknown = sorted(pair for pair in words if pair not in known)
+        if unknown:
+            rows = await self._db.fetch(
+                LEXEMES, [language for language, _ in unknown], [word for _, word in unknown]
+            )
+            if sum(map(len, _lexemes_of.values())) + len(rows) > LEXEME_CACHE_SIZE:
+                _lexemes_of.clear()
+                known = _lexemes_of.setdefault(org_id, {})
+            known.update({(r[0], r[1]): frozenset(r[2]) for r in rows})
+        hits = {pair for pair in words if wanted[pair[0]] & known.get(pair, frozenset())}
         marks: dict[int, tuple[Highlight, ...]] = {}
         for chunk_id, located in spans.items():
             language = passages[chunk_id][1]
