@@ -28,7 +28,7 @@ async def preload_search_models(container: AsyncContainer, settings: Settings) -
         try:
             embedder = (await container.get(EmbedderRegistry)).get(model, dimensions)
             if isinstance(embedder, LocalSentenceTransformerEmbedder):
-                await embedder.warm_up()
+                await embedder.warm_up(queries=True)
                 # torch's first forward pass sets up its kernels: a few hundred ms, paid here.
                 await embedder.embed(["warm up"])
         except (EmbeddingFailed, OSError, RuntimeError) as exc:

@@ -92,6 +92,9 @@ async def test_onnx_runtime_and_torch_give_the_same_vectors(embedder):
     torch_embedder = LocalSentenceTransformerEmbedder(
         bundled_minilm_path(), batch_size=4, runtime="torch"
     )
+    await embedder.warm_up(queries=True)  # serve's: exported for queries
+    onnx = embedder._onnx_encoder()
+    assert onnx is not None
     texts = [
         "What similarity laws must be obeyed by aeroelastic models?",
         "short",
@@ -100,11 +103,12 @@ async def test_onnx_runtime_and_torch_give_the_same_vectors(embedder):
         "word " * 5000,
     ]
 
-    onnx_vectors = await embedder.embed(texts)
+    onnx_vectors = onnx.encode(texts, 4).tolist()
     torch_vectors = await torch_embedder.embed(texts)
+    [query] = await embedder.embed([texts[0]])  # a query goes through ONNX Runtime
 
-    assert embedder._onnx_encoder() is not None  # the default runtime is in use
     assert torch_embedder._onnx_encoder() is None
     for got, expected in zip(onnx_vectors, torch_vectors, strict=True):
         assert max(abs(a - b) for a, b in zip(got, expected, strict=True)) < 1e-4
         assert cosine(got, expected) > 0.99999
+    assert max(abs(a - b) for a, b in zip(query, onnx_vectors[0], strict=True)) < 1e-6

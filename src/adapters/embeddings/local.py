@@ -228,6 +228,15 @@ class _Batcher:
 _batcher = _Batcher()
 
 
+QUERY_TEXTS = 8
+QUERY_CHARACTERS = 4000
+
+
+def _query_sized(texts: list[str]) -> bool:
+    """Few short texts (queries, not a document's passages)."""
+    return len(texts) <= QUERY_TEXTS and sum(map(len, texts)) <= QUERY_CHARACTERS
+
+
 class LocalSentenceTransformerEmbedder:
     """`Embedder` over a sentence-transformers model folder, with normalized (cosine) vectors."""
 
@@ -267,8 +276,6 @@ class LocalSentenceTransformerEmbedder:
         # other processes on the machine) responsive while a batch encodes.
         if torch.get_num_threads() != self._torch_threads:
             torch.set_num_threads(self._torch_threads)
-        if self._runtime == "onnx" and str(path) not in _onnx:
-            _onnx[str(path)] = OnnxEncoder.export(model, self._torch_threads)
         return model
 
     def _onnx_encoder(self) -> OnnxEncoder | None:
@@ -283,7 +290,7 @@ class LocalSentenceTransformerEmbedder:
         model = self._model()
         onnx = self._onnx_encoder()
         try:
-            if onnx is not None:
+            if onnx is not None and _query_sized(texts):
                 matrix = onnx.encode(texts, self._batch_size)
             else:
                 matrix = model.encode(
@@ -303,9 +310,20 @@ class LocalSentenceTransformerEmbedder:
         vectors: list[list[float]] = matrix.tolist()
         return vectors
 
-    async def warm_up(self) -> None:
-        """Load the model now rather than on the first `embed`."""
+    async def warm_up(self, *, queries: bool = False) -> None:
+        """Load the model now rather than on the first `embed`; with `queries` (serve, which
+        embeds search queries), also export it for ONNX Runtime (`runtime` "onnx"), which then
+        encodes the few short texts of a query: about twice as fast as torch on CPU, while
+        torch stays faster, and lighter, on batches of passages."""
         await asyncio.get_running_loop().run_in_executor(_encoder_thread, self._model)
+        if queries and self._runtime == "onnx":
+            await asyncio.get_running_loop().run_in_executor(_encoder_thread, self._export)
+
+    def _export(self) -> None:
+        path = self._model_path if self._model_path is not None else bundled_minilm_path()
+        if str(path) not in _onnx:
+            _onnx[str(path)] = OnnxEncoder.export(self._model(), self._torch_threads)
+            release_free_heap()
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         for text in texts:

@@ -1,13 +1,14 @@
 """A sentence-transformers model's forward pass run by ONNX Runtime instead of torch.
 
-On CPU, torch spends most of a short text's forward pass in its small matrix products (about
-19 ms for a 20-word query with all-MiniLM-L6-v2 on the benchmark machine, 5 ms under ONNX
-Runtime, same vectors to 1e-7: BENCHMARKS.md, "Retrieval quality"); a search embeds one short
-query, so that is most of its time. The transformer is exported from the loaded torch model
-as the model loads (about 2 s, into a temporary file read back and removed; nothing is
-downloaded); mean pooling and normalization, the only ones sentence-transformers' bundled
-models use, are done here. Any other model shape, or an export that fails, keeps torch
-(`OnnxEncoder.export` returns None and says why).
+On CPU, torch spends most of a short text's forward pass in its small matrix products: a
+search's query embeds about twice as fast under ONNX Runtime, with the same vectors (to 1e-6),
+while on batches of passages torch is as fast and keeps less memory. So only serve, which embeds
+queries, exports the model (`LocalSentenceTransformerEmbedder.warm_up(queries=True)`, as it
+starts), and only few short texts go through it. The transformer is exported from the loaded
+torch model (about 2 s, into a temporary file read back and removed; nothing is downloaded);
+mean pooling and normalization, the only ones sentence-transformers' bundled models use, are
+done here. Any other model shape, or an export that fails, keeps torch (`OnnxEncoder.export`
+returns None and says why). The process holds about 300 MB more once it has exported.
 """
 
 from __future__ import annotations
@@ -85,6 +86,8 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
+        # Queries need little memory; its arena would keep a batch's peak for good.
+        options.enable_cpu_mem_arena = False
         # Its threads would otherwise spin between runs, taking a core from the database.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
