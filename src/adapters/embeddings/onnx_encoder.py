@@ -86,8 +86,6 @@ class OnnxEncoder:
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
-        # Queries need little memory; its arena would keep a batch's peak for good.
-        options.enable_cpu_mem_arena = False
         # Its threads would otherwise spin between runs, taking a core from the database.
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         session = onnxruntime.InferenceSession(
