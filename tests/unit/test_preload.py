@@ -19,10 +19,10 @@ class Loaded(LocalSentenceTransformerEmbedder):
         self.calls: list[str] = []
         self.failure = failure
 
-    async def warm_up(self) -> None:
+    async def warm_up(self, *, queries: bool = False) -> None:
         if self.failure is not None:
             raise self.failure
-        self.calls.append("warm_up")
+        self.calls.append("warm_up for queries" if queries else "warm_up")
 
     async def embed(self, texts):
         self.calls.append("embed")
@@ -67,7 +67,7 @@ async def test_the_local_embedder_and_reranker_load_as_serve_starts(info_level):
     with capture_logs() as logs:
         await preload_search_models(Container(registry, Reranking(reranker)), Settings())
     assert registry.asked == [("local:all-MiniLM-L6-v2", 384)]
-    assert embedder.calls == ["warm_up", "embed"]  # loaded, then one forward pass
+    assert embedder.calls == ["warm_up for queries", "embed"]  # loaded, exported, one pass
     assert reranker.warmed == 1
     assert [e["event"] for e in logs] == ["search_models_loaded"]
 
