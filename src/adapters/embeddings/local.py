@@ -268,7 +268,7 @@ class LocalSentenceTransformerEmbedder:
         return self._batch_size
 
     def _model(self) -> Any:
-        path = self._model_path if self._model_path is not None else bundled_minilm_path()
+        path = self._path()
         model = load_sentence_transformer(path)
         import torch
 
@@ -278,10 +278,13 @@ class LocalSentenceTransformerEmbedder:
             torch.set_num_threads(self._torch_threads)
         return model
 
+    def _path(self) -> Path:
+        return self._model_path if self._model_path is not None else bundled_minilm_path()
+
     def _onnx_encoder(self) -> OnnxEncoder | None:
         if self._runtime != "onnx":
             return None
-        path = self._model_path if self._model_path is not None else bundled_minilm_path()
+        path = self._path()
         return _onnx.get(str(path))
 
     def encode_now(self, texts: list[str]) -> list[list[float]]:
@@ -320,7 +323,7 @@ class LocalSentenceTransformerEmbedder:
             await asyncio.get_running_loop().run_in_executor(_encoder_thread, self._export)
 
     def _export(self) -> None:
-        path = self._model_path if self._model_path is not None else bundled_minilm_path()
+        path = self._path()
         if str(path) not in _onnx:
             _onnx[str(path)] = OnnxEncoder.export(self._model(), self._torch_threads)
             release_free_heap()
