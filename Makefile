@@ -110,6 +110,7 @@ bench: $(STAMP) $(CONSOLE_BUILT) chromium
 	-$(BIN)/python bench/chat_stream.py
 	-$(BIN)/python bench/chat_local_tokens.py
 	-$(BIN)/python bench/skills.py
+	-$(BIN)/python bench/tools.py
 	-$(BIN)/python bench/members.py
 	-$(BIN)/python bench/spend.py
 	-$(BIN)/python bench/soak.py

@@ -444,10 +444,10 @@ def configuration_table() -> set[str]:
 
 
 def settings_read() -> set[str]:
-    """Every `AP_*` name the service's configuration reads (`config.py` and the search's own
-    settings module)."""
+    """Every `AP_*` name the service's configuration reads (`config.py` and the search's and the
+    tool servers' own settings modules)."""
     read: set[str] = set()
-    for module in ("config.py", "search_config.py"):
+    for module in ("config.py", "search_config.py", "tools_config.py"):
         text = (ROOT / "src/entrypoints" / module).read_text()
         read |= set(re.findall(r'"(AP_[A-Z0-9_]+)"', text))
     return read

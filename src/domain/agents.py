@@ -11,10 +11,11 @@ from typing import Any, cast
 
 from domain.errors import Forbidden, Invalid, field_error
 from domain.identity import AGENTS_MANAGE, Caller
-from domain.ids import parse_positive_id
+from domain.ids import NOT_A_JSON_INTEGER, parse_positive_id
 from domain.models import validate_chat_model
 from domain.search import FILTERS_INVALID, Filter, parse_filters
 from domain.text import parse_line, parse_text
+from domain.tool_servers import TOOL_SERVER_ID_REQUIRED, ToolGrant
 from domain.values import UNSET, Parser, Unset, field_values, parse_all, parse_sent
 
 AGENT_NOT_FOUND = "Agent not found"
@@ -32,6 +33,11 @@ TAG_COLOR = re.compile(r"^#[0-9a-fA-F]{6}$")
 KNOWLEDGE_FILTERS = "knowledgeFilters"
 NOT_AN_OBJECT = "each filter is an object"
 KNOWLEDGE_FILTERS_NOT_AN_OBJECT = f"{FILTERS_INVALID}: {NOT_AN_OBJECT}"
+TOOLS = "tools"
+MAX_TOOL_GRANTS = 50
+MAX_GRANTED_NAMES = 500
+MAX_GRANTED_NAME = 128
+TOOLS_NOT_A_LIST = "tools must be a list of {toolServerId, names} objects"
 
 FilterJson = dict[str, Any]
 """A filter as the client sent it (`domain.search.parse_filters` reads it)."""
@@ -51,7 +57,8 @@ class AgentTag:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class Agent:
     """An assistant of one organization: its instructions (`role`), the chat model it runs on,
-    the knowledge bases it searches and the skills it may load."""
+    the knowledge bases it searches, the skills it may load and the tool servers' tools it may
+    call (`tools`)."""
 
     id: int
     org_id: str
@@ -66,6 +73,7 @@ class Agent:
     created_at: datetime
     updated_at: datetime
     knowledge_filters: FilterJson | None = None
+    tools: tuple[ToolGrant, ...] = ()
 
     def knowledge_filter(self) -> Filter | None:
         """The filter every search of the agent's knowledge bases applies, None for every file.
@@ -138,6 +146,65 @@ def parse_knowledge_filters(value: object) -> FilterJson | None:
     return cast(FilterJson, value)
 
 
+def parse_tool_grants(value: object) -> tuple[ToolGrant, ...]:
+    """The tools an agent may call: null for none, else a list of at most 50
+    `{toolServerId, names}`, each server once; `names` null (or absent) for all of that
+    server's tools, else at most 500 distinct tool names of 1 to 128 characters. Whether the
+    servers exist is the use case's rule."""
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise Invalid(TOOLS_NOT_A_LIST, [field_error(TOOLS, "expected a list")])
+    if len(value) > MAX_TOOL_GRANTS:
+        message = f"tools may name at most {MAX_TOOL_GRANTS} tool servers"
+        raise Invalid(message, [field_error(TOOLS, "too many")])
+    grants: dict[int, ToolGrant] = {}
+    for index, item in enumerate(value):
+        grant = _tool_grant(item, f"{TOOLS}[{index}]")
+        if grant.tool_server_id in grants:
+            message = f"tools names tool server {grant.tool_server_id} more than once"
+            raise Invalid(message, [field_error(f"{TOOLS}[{index}].toolServerId", "repeated")])
+        grants[grant.tool_server_id] = grant
+    return tuple(grants.values())
+
+
+def _tool_grant(item: object, where: str) -> ToolGrant:
+    if not isinstance(item, dict):
+        raise Invalid(TOOLS_NOT_A_LIST, [field_error(where, "expected an object")])
+    unknown = sorted(set(item) - {"toolServerId", "names"})
+    if unknown:
+        message = f"{where} has unknown fields: {', '.join(map(str, unknown))[:200]}"
+        raise Invalid(message, [field_error(where, "unknown field")])
+    server_id = item.get("toolServerId")
+    # A JSON integer only: the id's string form is not this body's.
+    if not isinstance(server_id, int) or isinstance(server_id, bool):
+        integral = isinstance(server_id, float) and server_id.is_integer()
+        detail = NOT_A_JSON_INTEGER if integral else "required"
+        raise Invalid(TOOL_SERVER_ID_REQUIRED, [field_error(f"{where}.toolServerId", detail)])
+    server_id = parse_positive_id(server_id, TOOL_SERVER_ID_REQUIRED)
+    return ToolGrant(tool_server_id=server_id, names=_granted_names(item.get("names"), where))
+
+
+def _granted_names(names: object, where: str) -> tuple[str, ...] | None:
+    field_name = f"{where}.names"
+    if names is None:
+        return None
+    if not isinstance(names, list):
+        message = f"{field_name} must be null or a list of tool names"
+        raise Invalid(message, [field_error(field_name, "expected a list or null")])
+    if len(names) > MAX_GRANTED_NAMES:
+        message = f"{field_name} may hold at most {MAX_GRANTED_NAMES} tool names"
+        raise Invalid(message, [field_error(field_name, "too many")])
+    for name in names:
+        if not isinstance(name, str) or not 1 <= len(name) <= MAX_GRANTED_NAME:
+            message = f"{field_name} must hold tool names of 1 to {MAX_GRANTED_NAME} characters"
+            raise Invalid(message, [field_error(field_name, f"invalid name {name!r:.80}")])
+    if len(set(names)) != len(names):
+        message = f"{field_name} names a tool more than once"
+        raise Invalid(message, [field_error(field_name, "repeated")])
+    return tuple(names)
+
+
 AGENT_FIELDS: Mapping[str, Parser] = {
     "name": validate_agent_name,
     "description": partial(parse_text, field="description", limit=MAX_AGENT_DESCRIPTION),
@@ -147,13 +214,15 @@ AGENT_FIELDS: Mapping[str, Parser] = {
     "skill_ids": partial(validate_id_list, field="skillIds"),
     "tag_ids": partial(validate_id_list, field="tagIds"),
     "knowledge_filters": parse_knowledge_filters,
+    "tools": parse_tool_grants,
 }
 """An agent's own fields and their rules, in the order a request's fields are checked: the
 name is required, 1 to 200 characters on one line; the description (at most 4000 characters)
 and the role, the agent's instructions (at most 20000), are optional texts; the model is
 `local:<bundled model>` or `openai:<model>`, null for the deployment's default; the linked ids
 are lists of at most 50 positive ids, duplicates dropped and order kept; the knowledge filters
-are null (every file) or a search filter over the files' fields and metadata."""
+are null (every file) or a search filter over the files' fields and metadata; the tools are
+the tool servers' tools it may call (`parse_tool_grants`)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -169,6 +238,7 @@ class AgentFields:
     skill_ids: list[int] = field(default_factory=list)
     tag_ids: list[int] = field(default_factory=list)
     knowledge_filters: FilterJson | None = None
+    tools: tuple[ToolGrant, ...] = ()
 
     @classmethod
     def parse(cls, **raw: object) -> AgentFields:
@@ -190,6 +260,7 @@ class AgentChanges:
     skill_ids: list[int] | Unset = UNSET
     tag_ids: list[int] | Unset = UNSET
     knowledge_filters: FilterJson | Unset | None = UNSET
+    tools: tuple[ToolGrant, ...] | Unset = UNSET
 
     @classmethod
     def parse(cls, **raw: object) -> AgentChanges:
@@ -212,6 +283,7 @@ class NewAgent:
     skill_ids: list[int] = field(default_factory=list)
     tag_ids: list[int] = field(default_factory=list)
     knowledge_filters: FilterJson | None = None
+    tools: tuple[ToolGrant, ...] = ()
 
     @classmethod
     def of(cls, fields: AgentFields, *, org_id: str, user_id: str, model: str) -> NewAgent:

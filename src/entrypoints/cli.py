@@ -39,6 +39,7 @@ from domain.knowledge_bases import EMAIL_SOURCE, KB_NOT_FOUND, parse_kb_id
 from entrypoints.banner import when_listening
 from entrypoints.cli_skills import run_skills
 from entrypoints.cli_tasks import add_task_commands, run_tasks
+from entrypoints.cli_tools import add_tool_commands, run_tools
 from entrypoints.config import ConfigError, Settings
 from entrypoints.database import Database, resolve_database
 from entrypoints.extras import missing_extras
@@ -111,6 +112,7 @@ def _parser() -> argparse.ArgumentParser:
         sub.add_argument("--org", required=True, help="organization id to act in")
         sub.add_argument("--user", default="cli", help="user id to act as (default: cli)")
     add_task_commands(commands)
+    add_tool_commands(commands)
     return parser
 
 
@@ -127,7 +129,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         faulthandler.enable()
     if args.command == "token":
         return _token(settings, args)
-    problems = missing_extras(settings, models=args.command not in ("migrate", "skills", "tasks"))
+    problems = missing_extras(
+        settings, models=args.command not in ("migrate", "skills", "tasks", "tools")
+    )
     if problems:
         print(ConfigError(problems), file=sys.stderr)
         return 2
@@ -144,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return asyncio.run(run_skills(settings, database, args))
     if args.command == "tasks":
         return asyncio.run(run_tasks(settings, database, args))
+    if args.command == "tools":
+        return asyncio.run(run_tools(settings, database, args))
     return asyncio.run(_kb(settings, database, args))
 
 

@@ -28,6 +28,7 @@ from domain.models import (
 from domain.skills import SkillLimits
 from domain.usage import ModelPrice
 from entrypoints.search_config import SearchSettings
+from entrypoints.tools_config import ToolSettings
 
 LOG_FORMATS = ("console", "json")
 DEFAULT_CONSOLE_OIDC_SCOPE = "openid profile email offline_access"
@@ -137,6 +138,7 @@ class Settings:
     # Who may use the development sign-in: clients on this machine only, or any client.
     console_dev_sign_in: str = "loopback"
     search: SearchSettings = field(default_factory=SearchSettings)
+    tools: ToolSettings = field(default_factory=ToolSettings)
 
     @property
     def effective_public_url(self) -> str:
@@ -304,6 +306,7 @@ class Settings:
                 "AP_CONSOLE_DEV_SIGN_IN", "loopback", ("loopback", "anywhere")
             ),
             search=SearchSettings.from_env(env, problems),
+            tools=ToolSettings.from_env(env, problems),
         )
         for check in (
             _identity_problems,

@@ -128,6 +128,22 @@ async def build_org(
         )
     )["skill"]
     await ok(await client.delete("/skills/manage", params={"skillId": gone["id"]}, headers=h))
+    tool_server = (
+        await ok(
+            await client.post(
+                "/tools",
+                json={
+                    "name": f"{mark}-tools",
+                    "kind": "mcp",
+                    "url": f"http://127.0.0.1:9/{mark}",
+                    "description": f"{mark} tools",
+                    "headers": {"Authorization": f"Bearer {mark}-secret"},
+                },
+                headers=h,
+            ),
+            201,
+        )
+    )["toolServer"]
     agent = (
         await ok(
             await client.post(
@@ -208,6 +224,7 @@ async def build_org(
         "skillpath": [skill_path],
         "thread": [thread, thread2, run_thread],
         "task": [task["id"]],
+        "toolserver": [tool_server["id"]],
         "run": [r["id"] for r in runs],
         "user": [member, admin, f"user_{mark}gone"],
         "invitation": [invitation["id"]],
@@ -343,6 +360,8 @@ async def api_snapshot(client: AsyncTestClient, o: Org) -> dict[str, Any]:
         ("/skills/manage", {"skillId": o.first("skill")}),
         ("/conversations", {}),
         ("/scheduled-tasks", {}),
+        ("/tools", {}),
+        ("/tools", {"toolServerId": o.first("toolserver")}),
         ("/scheduled-tasks/runs", {"taskId": o.first("task")}),
         ("/admin/invitations", {}),
         ("/admin/getUsersInOrg", {}),
@@ -377,6 +396,7 @@ KINDS = {
     "defaultAgentId": "agent", "tagId": "tag", "tagIds": "tag", "skillId": "skill",
     "skillIds": "skill", "threadId": "thread", "thread_id": "thread", "taskId": "task",
     "userId": "user", "userIds": "user", "invitationIds": "invitation", "cursor": "cursor",
+    "toolServerId": "toolserver",
 }  # fmt: skip
 # Names that look like identifiers but name nothing the service keeps for an organization.
 NOT_IDS = {
@@ -394,6 +414,7 @@ SAMPLES: dict[str, Any] = {
     "content": base64.b64encode(b"probe").decode(), "path": "notes/probe.md",
     "fileName": "notes.md", "contentType": "text/markdown", "fileSize": 5,
     "messages": user_message("probe"), "metadata": {"probe": 1},
+    "url": "http://127.0.0.1:9/probe",
 }  # fmt: skip
 
 

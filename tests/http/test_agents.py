@@ -22,6 +22,7 @@ AGENT_FIELDS = {
     "updatedAt",
     "userId",
     "knowledgeFilters",
+    "tools",
 }
 
 

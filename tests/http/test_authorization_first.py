@@ -44,6 +44,10 @@ ROLE_LIMITED = {
             ("PATCH", "/scheduled-tasks"),
             ("DELETE", "/scheduled-tasks"),
             ("POST", "/scheduled-tasks/run"),
+            ("POST", "/tools"),
+            ("PATCH", "/tools"),
+            ("DELETE", "/tools"),
+            ("POST", "/tools/refresh"),
         )
     },
     **{

@@ -14,7 +14,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 
 from entrypoints.http.app import create_app
+from tests.fakes.tool_servers import FakeToolConnector
 from tests.http.chat_support import Holder, ScriptedModels
+from tests.http.tool_support import ToolConnectorOverride
 
 EXAMPLES = int(os.environ.get("AP_FUZZ_EXAMPLES", "15"))
 REQUEST_TIMEOUT = 120  # seconds; schemathesis' default of 10 fails a loaded machine
@@ -45,11 +47,17 @@ DATA_DEPENDENT = (
     "Invalid signature",  # an inbound e-mail is signed with the deployment's secret
     "Invalid cron expression",  # cron's grammar (ranges, steps, names) is no JSON Schema pattern
     "Unknown time zone",  # the IANA database's names
+    "Unknown tool server ids",  # an agent's tools name the organization's servers
+    "names tool server",  # each server once in an agent's tools: no keyword states it of a key
+    "url holds an invalid IPv6 address",  # an address's own grammar
 )
 
 # Data-dependent rules inside a body whose error is the contract's generic "Bad Request": told
 # apart by each `details` entry's message.
-DATA_DEPENDENT_DETAILS = ("is not an agent of this organization",)  # defaultAgentId
+DATA_DEPENDENT_DETAILS = (
+    "is not an agent of this organization",  # defaultAgentId
+    "is given twice",  # a tool server's header names differing only in case
+)
 # JSON Schema's `integer` counts `2.0` an integer; the contract takes JSON integers only, which
 # no keyword of the document can state. Each field sent so is named with this message.
 NOT_A_JSON_INTEGER = "must be a JSON integer"
@@ -90,7 +98,13 @@ def authenticated(ctx, response, case):
 def api(settings, database, idp):
     # Inbound e-mail on, so that `source: "email"` and its webhook are exercised too.
     mail = {"inbound_email_domain": "in.example.test", "inbound_email_secret": "f" * 40}
-    app = create_app(dataclasses.replace(settings, **mail), database, ScriptedModels(Holder()))
+    # The fake tool connector: a generated tool server URL is never connected to.
+    app = create_app(
+        dataclasses.replace(settings, **mail),
+        database,
+        ScriptedModels(Holder()),
+        ToolConnectorOverride(FakeToolConnector()),
+    )
     schema = schemathesis.openapi.from_asgi("/schema/openapi.json", app)
     schema.config.generation.update(codec=os.environ.get("AP_FUZZ_CODEC", "utf-8"), allow_x00=False)
     # Valid for a day: `make fuzz` runs far longer than CI's examples.

@@ -21,6 +21,7 @@ from adapters.postgres.database import org_connection
 from entrypoints.http.app import create_app
 from tests.conftest import TABLES
 from tests.fakes import FakeEmbedderRegistry
+from tests.fakes.tool_servers import FakeToolConnector
 from tests.http.chat_support import Holder, ScriptedModels, user_message
 from tests.http.helpers import running_worker
 from tests.http.isolation_world import (
@@ -43,6 +44,7 @@ from tests.http.isolation_world import (
     skill_md,
 )
 from tests.http.processing_support import EmbedderOverride
+from tests.http.tool_support import ToolConnectorOverride
 
 # Operations that take no member's token, each with the reason it is out of the matrix.
 PUBLIC = {
@@ -60,7 +62,8 @@ PUBLIC = {
 MISSING_UUID = "00000000-0000-4000-8000-000000000000"
 MISSING = {
     "kb": B_IDS_FROM - 1, "agent": B_IDS_FROM - 1, "tag": B_IDS_FROM - 1,
-    "skill": B_IDS_FROM - 1, "task": B_IDS_FROM - 1, "file": MISSING_UUID,
+    "skill": B_IDS_FROM - 1, "task": B_IDS_FROM - 1, "toolserver": B_IDS_FROM - 1,
+    "file": MISSING_UUID,
     "thread": MISSING_UUID, "user": "user_nobody0", "invitation": "inv_nobody0",
     "filekey": f"orgs/org_nobody/files/{MISSING_UUID}/probe.md",
     "contentkey": f"orgs/org_nobody/files/{MISSING_UUID}/content.md",
@@ -139,12 +142,23 @@ async def world(settings, database, idp, owner_engine) -> AsyncIterator[World]:
     async with owner_engine.begin() as connection:
         await connection.execute(text(f"TRUNCATE {TABLES} RESTART IDENTITY CASCADE"))
     holder, registry = Holder(), FakeEmbedderRegistry()
+    connector = FakeToolConnector()  # no tool server is ever connected to
 
     def worker() -> Any:
-        providers = (ScriptedModels(holder), EmbedderOverride(registry))
+        providers = (
+            ScriptedModels(holder),
+            EmbedderOverride(registry),
+            ToolConnectorOverride(connector),
+        )
         return running_worker(settings, database, *providers, concurrency=2)
 
-    app = create_app(settings, database, ScriptedModels(holder), EmbedderOverride(registry))
+    app = create_app(
+        settings,
+        database,
+        ScriptedModels(holder),
+        EmbedderOverride(registry),
+        ToolConnectorOverride(connector),
+    )
     async with AsyncTestClient(app=app) as client:
         a = await build_org(client, idp, worker, "org_aprobe", "aprobe")
         await move_sequences(owner_engine, B_IDS_FROM)
@@ -388,6 +402,7 @@ async def test_names_and_addresses_are_unique_per_organization_only(world, matri
     for path, payload in (
         ("/skills/manage", {"skillMd": skill_md(f"{MARK}-skill", "mine")}),
         ("/agents/tags", {"name": f"{MARK} tag"}),
+        ("/tools", {"name": f"{MARK}-tools", "kind": "mcp", "url": "http://127.0.0.1:9/a"}),
         ("/admin/invitations", {"email": f"{MARK}-invitee@x.test", "role": "org:member"}),
     ):
         response = await c.post(path, json=payload, headers=h)

@@ -5,7 +5,9 @@ security is the second wall), rows read by position. An agent is read with its k
 ids (in link order) and its tags (by name) in one statement, whether one agent or a list. Its
 skill ids are read as the stored ones that are active skills of the organization, in stored
 order: a soft-deleted skill drops out of every agent listing it, the stored array unchanged.
-Links are only ever made to knowledge bases and tags of the same organization.
+Links are only ever made to knowledge bases and tags of the same organization. The tools an
+agent may call are a jsonb list of `{toolServerId, names}` (names null for all), the shape
+migration 0024 gives the column and deleting a tool server edits.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from adapters.postgres.database import OrgConnection
 from domain.agents import Agent, AgentTag, NewAgent
 from domain.errors import Conflict
+from domain.tool_servers import ToolGrant
 
 DUPLICATE_TAG = "A tag with this name already exists"
 AGENT_COLUMNS_UPDATABLE = (
@@ -25,6 +28,7 @@ AGENT_COLUMNS_UPDATABLE = (
     "model",
     "skill_ids",
     "knowledge_filters",
+    "tools",
 )
 LINK_FIELDS = frozenset({"knowledge_base_ids", "tag_ids"})
 TAG_ORDER = "g.name, g.id"
@@ -38,7 +42,7 @@ SELECT_AGENTS = f"""
            ARRAY(SELECT l.knowledge_base_id FROM agent_knowledge_bases l
                  WHERE l.org_id = $1 AND l.agent_id = a.id
                  ORDER BY l.position, l.knowledge_base_id),
-           tg.ids, tg.names, tg.colors, tg.created, a.knowledge_filters
+           tg.ids, tg.names, tg.colors, tg.created, a.knowledge_filters, a.tools
     FROM agents a
     LEFT JOIN LATERAL (
         SELECT array_agg(g.id ORDER BY {TAG_ORDER}) AS ids,
@@ -71,8 +75,8 @@ LINK_TAGS = """
 INSERT_AGENT = """
     WITH a AS (
         INSERT INTO agents (org_id, user_id, name, description, role, model, skill_ids,
-                            knowledge_filters)
-        VALUES ($1, $2, $3, $4, $5, $6, $7, $10) RETURNING id
+                            knowledge_filters, tools)
+        VALUES ($1, $2, $3, $4, $5, $6, $7, $10, $11) RETURNING id
     ), k AS (
         INSERT INTO agent_knowledge_bases (org_id, agent_id, knowledge_base_id, position)
         SELECT kb.org_id, a.id, kb.id, (u.ord - 1)::int
@@ -119,8 +123,25 @@ def _agent(r: Any) -> Agent:
     return Agent(
         id=r[0], org_id=r[1], user_id=r[2], name=r[3], description=r[4], role=r[5], model=r[6],
         skill_ids=list(r[7]), created_at=r[8], updated_at=r[9], knowledge_base_ids=list(r[10]),
-        tags=tags, knowledge_filters=r[15],
+        tags=tags, knowledge_filters=r[15], tools=_grants(r[16]),
     )  # fmt: skip
+
+
+def _grants(stored: Any) -> tuple[ToolGrant, ...]:
+    return tuple(
+        ToolGrant(
+            tool_server_id=int(g["toolServerId"]),
+            names=None if g.get("names") is None else tuple(g["names"]),
+        )
+        for g in stored or ()
+    )
+
+
+def _stored_grants(grants: tuple[ToolGrant, ...]) -> list[dict[str, Any]]:
+    return [
+        {"toolServerId": g.tool_server_id, "names": None if g.names is None else list(g.names)}
+        for g in grants
+    ]
 
 
 def _tag(r: Any) -> AgentTag:
@@ -137,6 +158,7 @@ class PgAgentRepository:
         (row,) = await self._db.fetch_in_transaction(
             INSERT_AGENT, new.org_id, new.user_id, new.name, new.description, new.role,
             new.model, new.skill_ids, new.knowledge_base_ids, new.tag_ids, new.knowledge_filters,
+            _stored_grants(new.tools),
         )  # fmt: skip
         agent = await self.get(new.org_id, row[0])
         assert agent is not None
@@ -154,6 +176,8 @@ class PgAgentRepository:
         if unknown:
             raise ValueError(f"not updatable: {sorted(unknown)}")
         columns = tuple(name for name in AGENT_COLUMNS_UPDATABLE if name in changes)
+        if "tools" in changes:
+            changes = {**changes, "tools": _stored_grants(changes["tools"])}
         rows = await self._db.fetch_in_transaction(
             _update_sql(columns), org_id, agent_id, *(changes[name] for name in columns)
         )

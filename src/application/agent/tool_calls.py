@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from application.agent.progress import Progress
 from application.ports.agent_tool import ToolContext, ToolFailed
@@ -11,17 +12,25 @@ from domain.agents import Agent
 from domain.identity import Caller
 
 TOOL_RESULT_CHARS = 32_000
+DATA_URL_KEPT = 256
 
 
 async def run_tool_call(
-    toolbox: Toolbox, call: ToolCall, caller: Caller, agent: Agent, progress: Progress
+    toolbox: Toolbox,
+    call: ToolCall,
+    caller: Caller,
+    agent: Agent,
+    progress: Progress,
+    *,
+    thread_id: str | None = None,
 ) -> ChatTurn:
     """Run one call the model asked for and answer it with a `tool` turn.
 
     The call streams as `tool-input-start`, `tool-input-available`, then
     `tool-output-available` followed by the sources it drew on, or `tool-output-error` when the
     tool refused it; both the call and its result are stored as parts. The model gets the
-    result as JSON (at most `TOOL_RESULT_CHARS`) or the refusal's message.
+    result as JSON (at most `TOOL_RESULT_CHARS`, a long data URL as a note) or the refusal's
+    message.
     """
     progress.emit(chat_stream.tool_input_start(call.id, call.name))
     progress.emit(chat_stream.tool_input_available(call.id, call.name, call.arguments))
@@ -33,7 +42,7 @@ async def run_tool_call(
             "args": call.arguments,
         }
     )
-    context = ToolContext(caller=caller, agent=agent)
+    context = ToolContext(caller=caller, agent=agent, thread_id=thread_id)
     try:
         output = await toolbox.execute(call, context)
     except ToolFailed as failure:
@@ -56,5 +65,17 @@ async def run_tool_call(
     return ChatTurn(
         role="tool",
         tool_call_id=call.id,
-        content=json.dumps(output, ensure_ascii=False)[:TOOL_RESULT_CHARS],
+        content=json.dumps(_for_model(output), ensure_ascii=False)[:TOOL_RESULT_CHARS],
     )
+
+
+def _for_model(value: Any) -> Any:
+    """The result as the model reads it: a data URL (a tool server's image) stands as a short
+    note, since its bytes would fill the result's characters and mean nothing as text."""
+    if isinstance(value, str) and value.startswith("data:") and len(value) > DATA_URL_KEPT:
+        return f"[{value[5:].partition(';')[0] or 'data'} of {len(value)} characters, not shown]"
+    if isinstance(value, dict):
+        return {key: _for_model(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_for_model(item) for item in value]
+    return value

@@ -21,16 +21,24 @@ class ToolFailed(Exception):
 
 @dataclass(slots=True, kw_only=True)
 class ToolContext:
-    """The answer a tool call serves: who asked and which agent answers. A tool that draws on
-    knowledge-base passages reports them with `cite`; they become the answer's sources
-    (`source-document` chunks) once the call's result is out, unless the call fails."""
+    """The answer a tool call serves: who asked, which agent answers and in which conversation
+    (`thread_id`, None outside one). A tool that draws on knowledge-base passages reports them
+    with `cite`; they become the answer's sources (`source-document` chunks) once the call's
+    result is out, unless the call fails. A tool that finds other tools reports their names
+    with `reveal`; once its call succeeds, those of the answer's offers that were not listed
+    are offered to the model's next steps."""
 
     caller: Caller
     agent: Agent
+    thread_id: str | None = None
     sources: list[SearchResult] = field(default_factory=list)
+    revealed: list[str] = field(default_factory=list)
 
     def cite(self, passages: Sequence[SearchResult]) -> None:
         self.sources.extend(passages)
+
+    def reveal(self, names: Sequence[str]) -> None:
+        self.revealed.extend(names)
 
 
 ToolExecutor = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
@@ -43,11 +51,14 @@ refuses (bad arguments, nothing by that name); any other exception fails the who
 class ToolOffer:
     """A tool as offered for one answer: the name and JSON Schema the model sees, the executor
     of its calls and, when the model should know more than the description says, a section
-    of the system prompt (`instructions`)."""
+    of the system prompt (`instructions`). An offer that is not `listed` is left out of the
+    model's tools until a call reveals it (`ToolContext.reveal`), which keeps a long list of
+    tools out of the model's context; a call by its exact name runs all the same."""
 
     spec: ToolSpec
     execute: ToolExecutor
     instructions: str = ""
+    listed: bool = True
 
 
 class AgentTool(Protocol):
@@ -55,11 +66,13 @@ class AgentTool(Protocol):
 
     Asked once per answer, before the first model call, whether and how it is offered to
     the agent answering; it declines (None) when it has nothing to offer that agent (no
-    knowledge base to search, no active skill to load). What it learnt while offering (the
-    skills it listed) is the offer's to keep: calls made during that answer go to the offer's
-    executor. Names are unique among the tools offered together.
+    knowledge base to search, no active skill to load), and may offer several tools at once (a
+    tool server's). What it learnt while offering (the skills it listed) is the offer's to
+    keep: calls made during that answer go to the offer's executor. Names are unique among the
+    tools offered together.
     """
 
-    async def offer(self, caller: Caller, agent: Agent) -> ToolOffer | None:
-        """This tool as offered to `agent` answering `caller`, or None when it does not apply."""
+    async def offer(self, caller: Caller, agent: Agent) -> ToolOffer | Sequence[ToolOffer] | None:
+        """This tool (or these tools) as offered to `agent` answering `caller`, or None when it
+        does not apply."""
         ...

@@ -11,10 +11,12 @@ from domain.identity import Caller
 
 class Toolbox:
     """The tools offered for one answer: their specs for the model, the prompt sections they
-    add, and the execution of a call by the name the model used."""
+    add, and the execution of a call by the name the model used. The specs grow during the
+    answer as calls reveal offers that were not listed (the loop reads them at every step)."""
 
     def __init__(self, offers: Sequence[ToolOffer] = ()) -> None:
         self._offers: dict[str, ToolOffer] = {}
+        self._revealed: set[str] = set()
         for offer in offers:
             if offer.spec.name in self._offers:
                 raise ValueError(f"Two tools are named {offer.spec.name!r}.")
@@ -22,7 +24,11 @@ class Toolbox:
 
     @property
     def specs(self) -> list[ToolSpec]:
-        return [offer.spec for offer in self._offers.values()]
+        return [
+            offer.spec
+            for name, offer in self._offers.items()
+            if offer.listed or name in self._revealed
+        ]
 
     @property
     def instructions(self) -> list[str]:
@@ -33,7 +39,9 @@ class Toolbox:
         offer = self._offers.get(call.name)
         if offer is None:
             raise ToolFailed(f"There is no tool named {call.name!r}.")
-        return await offer.execute(call.arguments, context)
+        output = await offer.execute(call.arguments, context)
+        self._revealed.update(name for name in context.revealed if name in self._offers)
+        return output
 
 
 class ToolRegistry:
@@ -48,9 +56,11 @@ class ToolRegistry:
         self._tools = tuple(tools)
 
     async def offer(self, caller: Caller, agent: Agent) -> Toolbox:
-        offers = []
+        offers: list[ToolOffer] = []
         for tool in self._tools:
-            offer = await tool.offer(caller, agent)
-            if offer is not None:
-                offers.append(offer)
+            offered = await tool.offer(caller, agent)
+            if isinstance(offered, ToolOffer):
+                offers.append(offered)
+            elif offered is not None:
+                offers.extend(offered)
         return Toolbox(offers)

@@ -5,10 +5,19 @@ from dataclasses import dataclass
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.skill_repository import SkillRepository
+from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
-from domain.agents import DEFAULT_CHAT_MODEL, Agent, AgentFields, NewAgent, require_agent_manager
+from domain.agents import (
+    DEFAULT_CHAT_MODEL,
+    TOOLS,
+    Agent,
+    AgentFields,
+    NewAgent,
+    require_agent_manager,
+)
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
+from domain.tool_servers import UNKNOWN_TOOL_SERVERS, ToolGrant
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -30,7 +39,9 @@ class CreateAgent:
     Rules: only an agent manager (`org:admin` or `org:agents:manage`) may (403 otherwise). The
     fields follow `domain.agents.AGENT_FIELDS`; the model defaults to the deployment's default
     chat model. Every knowledge base and tag must belong to the caller's organization and every
-    skill be one of its active skills (400 naming the others). The creator is recorded.
+    skill be one of its active skills (400 naming the others); every tool server its `tools`
+    name must be one of the organization's (400 "Unknown tool server ids" otherwise). The
+    creator is recorded.
     """
 
     def __init__(
@@ -40,12 +51,15 @@ class CreateAgent:
         skills: SkillRepository,
         uow: UnitOfWork,
         default_chat_model: str = DEFAULT_CHAT_MODEL,
+        *,
+        tool_servers: ToolServerRepository | None = None,
     ) -> None:
         self._agents = agents
         self._knowledge_bases = knowledge_bases
         self._skills = skills
         self._uow = uow
         self._default_chat_model = default_chat_model
+        self._tool_servers = tool_servers
 
     async def execute(self, command: CreateAgentCommand) -> Agent:
         caller, fields = command.caller, command.fields
@@ -59,6 +73,7 @@ class CreateAgent:
             skill_ids=fields.skill_ids,
             tag_ids=fields.tag_ids,
         )
+        await check_tool_servers(self._tool_servers, caller.org_id, fields.tools)
         agent = await self._agents.add(
             NewAgent.of(
                 fields,
@@ -107,3 +122,22 @@ async def check_links(
                 "Unknown tag ids: " + ", ".join(map(str, unknown_tags)),
                 [field_error("tagIds", f"tag {tag} not found") for tag in unknown_tags],
             )
+
+
+async def check_tool_servers(
+    tool_servers: ToolServerRepository | None, org_id: str, grants: tuple[ToolGrant, ...]
+) -> None:
+    """Refuse (400 "Unknown tool server ids", naming them in `details`) grants of tool servers
+    that are not the organization's; without a repository no server is known."""
+    if not grants:
+        return
+    wanted = [grant.tool_server_id for grant in grants]
+    known: set[int] = set()
+    if tool_servers is not None:
+        known = {server.id for server in await tool_servers.list(org_id, wanted)}
+    unknown = [server_id for server_id in wanted if server_id not in known]
+    if unknown:
+        raise Invalid(
+            UNKNOWN_TOOL_SERVERS,
+            [field_error(TOOLS, f"tool server {server_id} not found") for server_id in unknown],
+        )

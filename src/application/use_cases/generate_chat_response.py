@@ -255,7 +255,11 @@ class GenerateChatResponse:
                 return
             turns.append(ChatTurn(role="assistant", content=text, tool_calls=tuple(calls)))
             for call in calls:
-                turns.append(await run_tool_call(toolbox, call, caller, agent, progress))
+                turns.append(
+                    await run_tool_call(
+                        toolbox, call, caller, agent, progress, thread_id=command.thread_id
+                    )
+                )
             progress.emit(chat_stream.finish_step())
             await self._flush(command, progress)
         # The step budget is spent and the model still asked for tools: answer without them.

@@ -5,8 +5,9 @@ from dataclasses import dataclass
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.skill_repository import SkillRepository
+from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
-from application.use_cases.create_agent import check_links
+from application.use_cases.create_agent import check_links, check_tool_servers
 from domain.agents import (
     AGENT_NOT_FOUND,
     DEFAULT_CHAT_MODEL,
@@ -43,8 +44,9 @@ class UpdateAgent:
     not found". A `null` description, role or id list clears it, `null` knowledge filters let
     the agent read every file again, a `null` model puts the agent back on the deployment's
     default chat model. A list that is sent replaces the agent's links (knowledge bases keep
-    the order given), which must be the organization's as on creation. The update time moves
-    even when nothing else changed.
+    the order given), which must be the organization's as on creation; so must the tool servers
+    of `tools` sent (400 "Unknown tool server ids"). The update time moves even when nothing
+    else changed.
     """
 
     def __init__(
@@ -54,12 +56,15 @@ class UpdateAgent:
         skills: SkillRepository,
         uow: UnitOfWork,
         default_chat_model: str = DEFAULT_CHAT_MODEL,
+        *,
+        tool_servers: ToolServerRepository | None = None,
     ) -> None:
         self._agents = agents
         self._knowledge_bases = knowledge_bases
         self._skills = skills
         self._uow = uow
         self._default_chat_model = default_chat_model
+        self._tool_servers = tool_servers
 
     async def execute(self, command: UpdateAgentCommand) -> Agent:
         caller, changes = command.caller, command.changes
@@ -75,6 +80,8 @@ class UpdateAgent:
             skill_ids=_sent(changes.skill_ids),
             tag_ids=_sent(changes.tag_ids),
         )
+        if not isinstance(changes.tools, Unset):
+            await check_tool_servers(self._tool_servers, caller.org_id, changes.tools)
         values = sent_values(changes)
         if "model" in values and values["model"] is None:
             values["model"] = self._default_chat_model

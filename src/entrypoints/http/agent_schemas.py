@@ -14,14 +14,20 @@ from domain.agents import (
     MAX_AGENT_DESCRIPTION,
     MAX_AGENT_NAME,
     MAX_AGENT_ROLE,
+    MAX_GRANTED_NAME,
+    MAX_GRANTED_NAMES,
     MAX_LINKED_IDS,
     MAX_TAG_NAME,
+    MAX_TOOL_GRANTS,
     NOT_AN_OBJECT,
     TAG_COLOR,
     TAG_COLOR_INVALID,
+    TOOLS,
+    TOOLS_NOT_A_LIST,
     Agent,
     linked_ids_invalid,
 )
+from domain.ids import MAX_BIGINT
 from domain.search import MAX_FILTER_CONDITIONS, MAX_FILTER_DEPTH
 from entrypoints.http.filter_schemas import FILTERS_JSON_SCHEMA
 from entrypoints.http.rules import (
@@ -59,6 +65,31 @@ KnowledgeFilters = Annotated[
         extra_json_schema=FILTERS_JSON_SCHEMA,
     ),
 ]
+TOOL_GRANT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["toolServerId"],
+    "additionalProperties": False,
+    "properties": {
+        "toolServerId": {"type": "integer", "minimum": 1, "maximum": MAX_BIGINT},
+        "names": {
+            "type": ["array", "null"],
+            "maxItems": MAX_GRANTED_NAMES,
+            "uniqueItems": True,
+            "items": {"type": "string", "minLength": 1, "maxLength": MAX_GRANTED_NAME},
+        },
+    },
+}
+# Items are typed loosely so that the domain's messages (`parse_tool_grants`) name what is
+# wrong; the document states their shape.
+Tools = Annotated[
+    list[Any],
+    Meta(
+        description="The tool servers' tools the agent may call: `{toolServerId, names}`, "
+        "`names` null (or absent) for all of the server's tools; each server once, at most "
+        f"{MAX_TOOL_GRANTS}",
+        extra_json_schema={"extra": {"maxItems": MAX_TOOL_GRANTS, "items": TOOL_GRANT_SCHEMA}},
+    ),
+]
 FIELD_RULES = (
     too_long_rule("name", "Name", MAX_AGENT_NAME),
     too_long_rule("description", "description", MAX_AGENT_DESCRIPTION),
@@ -68,6 +99,7 @@ FIELD_RULES = (
         for field in ("knowledgeBaseIds", "skillIds", "tagIds")
     ),
     Rule(KNOWLEDGE_FILTERS, KNOWLEDGE_FILTERS_NOT_AN_OBJECT, detail=NOT_AN_OBJECT),
+    Rule(TOOLS, TOOLS_NOT_A_LIST, detail="expected a list"),
 )
 
 
@@ -82,6 +114,7 @@ class CreateAgentBody(Camel):
     skill_ids: Ids | None = None
     tag_ids: Ids | None = None
     knowledge_filters: KnowledgeFilters | None = None
+    tools: Tools | None = None
 
 
 class UpdateAgentBody(Camel):
@@ -100,6 +133,12 @@ class UpdateAgentBody(Camel):
     skill_ids: Ids | UnsetType | None = UNSET
     tag_ids: Ids | UnsetType | None = UNSET
     knowledge_filters: KnowledgeFilters | UnsetType | None = UNSET
+    tools: Tools | UnsetType | None = UNSET
+
+
+class ToolGrantOut(Camel):
+    tool_server_id: int
+    names: list[str] | None
 
 
 class AgentTagOut(Camel):
@@ -121,10 +160,17 @@ class AgentOut(Camel):
     updated_at: datetime
     user_id: str
     knowledge_filters: dict[str, Any] | None
+    tools: list[ToolGrantOut]
 
     @classmethod
     def of(cls, agent: Agent) -> AgentOut:
-        return cls.from_entity(agent, tags=AgentTagOut.from_entities(agent.tags))
+        tools = [
+            ToolGrantOut(
+                tool_server_id=g.tool_server_id, names=None if g.names is None else list(g.names)
+            )
+            for g in agent.tools
+        ]
+        return cls.from_entity(agent, tags=AgentTagOut.from_entities(agent.tags), tools=tools)
 
 
 class AgentResponse(Camel):

@@ -43,6 +43,7 @@ from entrypoints.http.controllers.system import (
     metrics,
     ready,
 )
+from entrypoints.http.controllers.tools import ToolServerController
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.controllers.webhooks import identity_webhook
 from entrypoints.http.errors import EXCEPTION_HANDLERS
@@ -93,6 +94,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
         OrgSettingsController,
         ScheduledTaskController,
         ConversationController,
+        ToolServerController,
         skill_router(settings.skill_limits),
         search_knowledge_bases,
         presign_upload,

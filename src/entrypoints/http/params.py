@@ -10,6 +10,7 @@ from domain.files import FILE_ID_REQUIRED
 from domain.ids import MAX_BIGINT
 from domain.knowledge_bases import KB_ID_REQUIRED
 from domain.skills import SKILL_ID_REQUIRED
+from domain.tool_servers import TOOL_SERVER_ID_REQUIRED
 from entrypoints.http.rules import ParamRule, RuledPath, RuledQuery, positive_id, uuid
 
 
@@ -27,6 +28,7 @@ KB_ID = _id("kbId", "knowledge base", KB_ID_REQUIRED)
 AGENT_ID = _id("agentId", "agent", AGENT_ID_REQUIRED)
 TAG_ID = _id("tagId", "tag", TAG_ID_REQUIRED)
 SKILL_ID = _id("skillId", "skill", SKILL_ID_REQUIRED)
+TOOL_SERVER_ID = _id("toolServerId", "tool server", TOOL_SERVER_ID_REQUIRED)
 TASK_ID = _id("taskId", "scheduled task")
 FILE_ID = RuledQuery(
     name="fileId", description="The file's uuid", rule=ParamRule(FILE_ID_REQUIRED, uuid)

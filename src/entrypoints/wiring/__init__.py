@@ -22,6 +22,7 @@ from entrypoints.wiring.operations import OperationsProvider
 from entrypoints.wiring.schedules import ScheduleProvider
 from entrypoints.wiring.settings import OrgSettingsProvider
 from entrypoints.wiring.skills import SkillProvider
+from entrypoints.wiring.tools import ToolProvider
 
 __all__ = [
     "OrgScopes",
@@ -41,6 +42,7 @@ def make_container(settings: Settings, database: Database, *providers: Provider)
         ModelProvider(),
         AgentProvider(),
         SkillProvider(),
+        ToolProvider(),
         MemberProvider(),
         OrgSettingsProvider(),
         ConversationProvider(),

@@ -9,6 +9,7 @@ from adapters.postgres.agents import PgAgentRepository
 from application.ports.agent_repository import AgentRepository
 from application.ports.knowledge_base_repository import KnowledgeBaseRepository
 from application.ports.skill_repository import SkillRepository
+from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
 from application.use_cases.create_agent import CreateAgent
 from application.use_cases.create_agent_tag import CreateAgentTag
@@ -39,8 +40,11 @@ class AgentProvider(Provider):
         skills: SkillRepository,
         uow: UnitOfWork,
         s: Settings,
+        tool_servers: ToolServerRepository,
     ) -> CreateAgent:
-        return CreateAgent(agents, kbs, skills, uow, s.default_chat_model)
+        return CreateAgent(
+            agents, kbs, skills, uow, s.default_chat_model, tool_servers=tool_servers
+        )
 
     @provide
     def update_agent(
@@ -50,5 +54,8 @@ class AgentProvider(Provider):
         skills: SkillRepository,
         uow: UnitOfWork,
         s: Settings,
+        tool_servers: ToolServerRepository,
     ) -> UpdateAgent:
-        return UpdateAgent(agents, kbs, skills, uow, s.default_chat_model)
+        return UpdateAgent(
+            agents, kbs, skills, uow, s.default_chat_model, tool_servers=tool_servers
+        )

@@ -45,6 +45,7 @@ from .schedules import RUN_STATUSES, ScheduledRunModel, ScheduledTaskModel
 from .skills import SkillFileModel, SkillModel
 from .spend import OrgSettingsModel, SpendReservationModel, UsageDailyModel
 from .tenancy import MembershipModel, OrganizationModel
+from .tools import ToolServerModel
 from .uploads import UPLOAD_STATES, IssuedUploadModel
 
 __all__ = [
@@ -82,6 +83,7 @@ __all__ = [
     "SkillModel",
     "SpendReservationModel",
     "StagedChunkModel",
+    "ToolServerModel",
     "UsageDailyModel",
     "UsageEventModel",
     "WebhookReceiptModel",

@@ -1,4 +1,5 @@
-"""Agents, their tags and the knowledge bases they search (migrations 0003, 0023)."""
+"""Agents, their tags and the knowledge bases they search (migrations 0003, 0023), and the
+tool servers' tools they may call (0024)."""
 
 from __future__ import annotations
 
@@ -36,6 +37,7 @@ class AgentModel(IdentityPrimaryKey, Timestamps, Base):
     model: Mapped[str] = mapped_column(String(255))
     skill_ids: Mapped[list[int]] = mapped_column(ARRAY(BigInteger), server_default=text("'{}'"))
     knowledge_filters: Mapped[dict[str, Any] | None] = mapped_column(JsonB)
+    tools: Mapped[list[dict[str, Any]]] = mapped_column(JsonB, server_default=text("'[]'::jsonb"))
 
 
 class AgentKnowledgeBaseModel(Base):

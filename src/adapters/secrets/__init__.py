@@ -1,0 +1,1 @@
+"""Secrets at rest: the `SecretBox` port with authenticated encryption."""

@@ -1,0 +1,1 @@
+"""Tool servers: the MCP servers and OpenAPI-described APIs agents call (`HttpToolConnector`)."""

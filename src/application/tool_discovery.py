@@ -1,0 +1,66 @@
+"""What the tool server use cases share: sealing and opening header values, the address check
+on a change, and one discovery of a server's tools as a `Discovery` to store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from application.ports.clock import Clock
+from application.ports.secret_box import SecretBox
+from application.ports.tool_connector import (
+    AddressNotAllowed,
+    ToolConnector,
+    ToolEndpoint,
+    ToolServerUnreachable,
+)
+from application.ports.tool_server_repository import Discovery
+from domain.errors import Invalid, field_error
+from domain.tool_servers import ADDRESS_NOT_ALLOWED, MAX_TOOLS_PER_SERVER, ToolServerKind
+
+
+def seal_headers(box: SecretBox, headers: Mapping[str, str]) -> bytes | None:
+    """The header values sealed as one JSON object, or None when there are none."""
+    if not headers:
+        return None
+    return box.seal(json.dumps(dict(headers), ensure_ascii=False).encode())
+
+
+def open_headers(box: SecretBox, sealed: bytes | None) -> dict[str, str]:
+    """The header values `seal_headers` sealed; `ValueError` when no configured key opens
+    them or they are not the object sealed."""
+    if sealed is None:
+        return {}
+    headers = json.loads(box.open(sealed))
+    if not isinstance(headers, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
+    ):
+        raise ValueError("sealed headers are not an object of strings")
+    return headers
+
+
+async def check_address(connector: ToolConnector, url: str) -> None:
+    """400 "Tool server address is not allowed" (its reason in `details`) unless the connector
+    allows `url`'s host."""
+    try:
+        await connector.check_address(url)
+    except AddressNotAllowed as refused:
+        raise Invalid(ADDRESS_NOT_ALLOWED, [field_error("url", refused.message)]) from None
+
+
+async def discover(
+    connector: ToolConnector,
+    clock: Clock,
+    *,
+    kind: ToolServerKind,
+    url: str,
+    headers: Mapping[str, str],
+) -> Discovery:
+    """The server's tools (the first `MAX_TOOLS_PER_SERVER`), or the member-readable reason
+    it could not be asked; never raises for the server's own failures."""
+    endpoint = ToolEndpoint(kind=kind, url=url, headers=dict(headers))
+    try:
+        tools = await connector.discover(endpoint)
+    except ToolServerUnreachable as failure:
+        return Discovery(tools=None, error=failure.message, at=clock.now())
+    return Discovery(tools=list(tools)[:MAX_TOOLS_PER_SERVER], error=None, at=clock.now())

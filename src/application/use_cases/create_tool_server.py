@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.audit_log import AuditLog
+from application.ports.clock import Clock
+from application.ports.secret_box import SecretBox
+from application.ports.tool_connector import ToolConnector
+from application.ports.tool_server_repository import NewToolServer, ToolServerRepository
+from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import check_address, discover, seal_headers
+from domain.agents import require_agent_manager
+from domain.audit import NewAuditEntry
+from domain.errors import Conflict
+from domain.identity import Caller
+from domain.tool_server_fields import TOOL_SERVER_CREATED, ToolServerFields
+from domain.tool_servers import TOOL_SERVER_NAME_TAKEN, ToolServer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CreateToolServerCommand:
+    caller: Caller
+    fields: ToolServerFields
+
+    @classmethod
+    def parse(cls, *, caller: Caller, **fields: object) -> CreateToolServerCommand:
+        """Who, then what: only an agent manager's request is read (403 otherwise), its fields
+        parsed by `ToolServerFields.parse`."""
+        require_agent_manager(caller)
+        return cls(caller=caller, fields=ToolServerFields.parse(**fields))
+
+
+class CreateToolServer:
+    """Connect the caller's organization to a tool server and record the tools it offers.
+
+    Rules: only an agent manager (`org:admin` or `org:agents:manage`) may (403 otherwise). The
+    fields follow `domain.tool_server_fields.TOOL_SERVER_FIELDS`. A URL whose host the
+    deployment does not allow is 400 "Tool server address is not allowed" and nothing is
+    stored; a name the organization already uses is 409. The server is then asked for its tools
+    before anything is written (no transaction waits on the network): one that cannot be
+    reached, times out or answers nonsense is still created, with status `error` and the
+    reason. Header values are stored sealed (`SecretBox`), and only their names are ever
+    shown. The creation is written to the audit log (never a header value) in the same
+    transaction; the creator is recorded.
+    """
+
+    def __init__(
+        self,
+        servers: ToolServerRepository,
+        connector: ToolConnector,
+        box: SecretBox,
+        audit: AuditLog,
+        clock: Clock,
+        uow: UnitOfWork,
+    ) -> None:
+        self._servers = servers
+        self._connector = connector
+        self._box = box
+        self._audit = audit
+        self._clock = clock
+        self._uow = uow
+
+    async def execute(self, command: CreateToolServerCommand) -> ToolServer:
+        caller, fields = command.caller, command.fields
+        require_agent_manager(caller)
+        await check_address(self._connector, fields.url)
+        if any(s.name == fields.name for s in await self._servers.list(caller.org_id)):
+            raise Conflict(TOOL_SERVER_NAME_TAKEN)
+        found = await discover(
+            self._connector, self._clock, kind=fields.kind, url=fields.url, headers=fields.headers
+        )
+        new = NewToolServer(
+            name=fields.name,
+            kind=fields.kind,
+            url=fields.url,
+            description=fields.description,
+            header_names=tuple(fields.headers),
+            sealed_headers=seal_headers(self._box, fields.headers),
+            require_approval=fields.require_approval,
+            enabled=fields.enabled,
+        )
+        server = await self._servers.add(caller.org_id, caller.user_id, new)
+        server = await self._servers.record_discovery(caller.org_id, server.id, found)
+        await self._audit.record(
+            NewAuditEntry(
+                org_id=caller.org_id,
+                actor_user_id=caller.user_id,
+                action=TOOL_SERVER_CREATED,
+                target_type="tool_server",
+                target_id=str(server.id),
+                details=audit_details(server),
+            )
+        )
+        await self._uow.commit()
+        return server
+
+
+def audit_details(server: ToolServer, **more: object) -> dict[str, object]:
+    """What the audit log keeps of a server: never a header value, only the names."""
+    return {
+        "name": server.name,
+        "kind": server.kind,
+        "url": server.url,
+        "headerNames": list(server.header_names),
+        "enabled": server.enabled,
+        "status": server.status,
+        "toolCount": len(server.tools),
+        **more,
+    }

@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from application.ports.audit_log import AuditLog
+from application.ports.clock import Clock
+from application.ports.secret_box import SecretBox
+from application.ports.tool_connector import ToolConnector
+from application.ports.tool_server_repository import Discovery, ToolServerRepository
+from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import discover, open_headers
+from application.use_cases.create_tool_server import audit_details
+from domain.agents import require_agent_manager
+from domain.audit import NewAuditEntry
+from domain.errors import NotFound
+from domain.identity import Caller
+from domain.tool_server_fields import (
+    HEADERS_UNREADABLE,
+    TOOL_SERVER_REFRESHED,
+    parse_tool_server_id,
+)
+from domain.tool_servers import TOOL_SERVER_NOT_FOUND, ToolServer
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RefreshToolServerCommand:
+    caller: Caller
+    server_id: int
+
+    @classmethod
+    def parse(cls, *, caller: Caller, tool_server_id: object) -> RefreshToolServerCommand:
+        """An agent manager's request (403 otherwise) for a well-formed id (400)."""
+        require_agent_manager(caller)
+        return cls(caller=caller, server_id=parse_tool_server_id(tool_server_id))
+
+
+class RefreshToolServer:
+    """Ask a tool server of the caller's organization for its tools again and store them.
+
+    Rules: only an agent manager may (403 otherwise); a missing or foreign server is 404 "Tool
+    server not found". The server is asked before anything is written (no transaction waits on
+    the network). A server that cannot be reached (its address no longer allowed included),
+    times out or answers nonsense gives status `error` with the reason, and keeps the tools
+    found before; so do header values no configured key opens any more. The refresh is written
+    to the audit log.
+    """
+
+    def __init__(
+        self,
+        servers: ToolServerRepository,
+        connector: ToolConnector,
+        box: SecretBox,
+        audit: AuditLog,
+        clock: Clock,
+        uow: UnitOfWork,
+    ) -> None:
+        self._servers = servers
+        self._connector = connector
+        self._box = box
+        self._audit = audit
+        self._clock = clock
+        self._uow = uow
+
+    async def execute(self, command: RefreshToolServerCommand) -> ToolServer:
+        caller = command.caller
+        require_agent_manager(caller)
+        server = await self._servers.get(caller.org_id, command.server_id)
+        if server is None:
+            raise NotFound(TOOL_SERVER_NOT_FOUND)
+        sealed = await self._servers.sealed_headers(caller.org_id, server.id)
+        try:
+            headers = open_headers(self._box, sealed)
+        except ValueError:
+            found = Discovery(tools=None, error=HEADERS_UNREADABLE, at=self._clock.now())
+        else:
+            found = await discover(
+                self._connector, self._clock, kind=server.kind, url=server.url, headers=headers
+            )
+        server = await self._servers.record_discovery(caller.org_id, server.id, found)
+        await self._audit.record(
+            NewAuditEntry(
+                org_id=caller.org_id,
+                actor_user_id=caller.user_id,
+                action=TOOL_SERVER_REFRESHED,
+                target_type="tool_server",
+                target_id=str(server.id),
+                details=audit_details(server, error=server.error),
+            )
+        )
+        await self._uow.commit()
+        return server
