@@ -47,6 +47,7 @@ from entrypoints.http.controllers.tools import ToolServerController
 from entrypoints.http.controllers.uploads import presign_upload, receive_upload, serve_download
 from entrypoints.http.controllers.webhooks import identity_webhook
 from entrypoints.http.errors import EXCEPTION_HANDLERS
+from entrypoints.http.mcp_endpoint import McpEndpoint
 from entrypoints.http.methods import allowed_methods
 from entrypoints.http.metrics import HttpMetrics
 from entrypoints.http.middleware import (
@@ -112,6 +113,7 @@ def create_litestar(settings: Settings, database: Database, *providers: Provider
     ]
     if settings.storage == "local":
         handlers += [receive_upload, serve_download]
+    handlers.append(McpEndpoint().handler)
     handlers.append(
         create_static_files_router(
             SWAGGER_ASSETS, directories=[swagger_ui_path], include_in_schema=False
