@@ -3,9 +3,10 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from entrypoints.env_reader import EnvReader
 
 DEFAULT_RERANK_TIMEOUT = 10.0
 DEFAULT_RERANK_CANDIDATES = 30
@@ -46,57 +47,26 @@ class SearchSettings:
     def from_env(cls, environ: Mapping[str, str], problems: list[str]) -> SearchSettings:
         """The settings in `environ`; each invalid one adds to `problems` and keeps its
         default."""
-
-        def text(name: str) -> str | None:
-            value = environ.get(name, "").strip()
-            return value or None
-
-        def number(name: str, default: float, low: float, high: float) -> float:
-            raw = text(name)
-            if raw is None:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not low <= value <= high:
-                problems.append(f"{name} must be a number from {low:g} to {high:g}")
-                return default
-            return value
-
-        def integer(name: str, default: int, low: int, high: int) -> int:
-            value = number(name, default, low, high)
-            if value != int(value):
-                problems.append(f"{name} must be an integer")
-                return default
-            return int(value)
-
-        def flag(name: str, default: bool) -> bool:
-            raw = (text(name) or "").lower()
-            if not raw:
-                return default
-            if raw in ("1", "true", "yes", "on"):
-                return True
-            if raw in ("0", "false", "no", "off"):
-                return False
-            problems.append(f"{name} must be true or false")
-            return default
-
+        env = EnvReader(environ, problems)
         settings = cls(
-            vector_weight=number("AP_SEARCH_VECTOR_WEIGHT", 1.0, 0.0, 100.0),
-            text_weight=number("AP_SEARCH_TEXT_WEIGHT", 1.0, 0.0, 100.0),
-            rrf_k=integer("AP_SEARCH_RRF_K", 60, 1, 10_000),
-            bm25_k1=number("AP_SEARCH_BM25_K1", 0.9, 0.0, 10.0),
-            bm25_b=number("AP_SEARCH_BM25_B", 0.4, 0.0, 1.0),
-            feedback=flag("AP_SEARCH_FEEDBACK", True),
-            diversify=flag("AP_SEARCH_DIVERSIFY", True),
-            preload=flag("AP_SEARCH_PRELOAD", True),
-            rerank_model=text("AP_RERANK_MODEL"),
-            rerank_api_key=text("AP_RERANK_API_KEY"),
-            rerank_name=text("AP_RERANK_NAME"),
-            rerank_timeout=number("AP_RERANK_TIMEOUT", DEFAULT_RERANK_TIMEOUT, 0.1, 600.0),
-            rerank_candidates=integer("AP_RERANK_CANDIDATES", DEFAULT_RERANK_CANDIDATES, 1, 200),
-            rerank_batch_size=integer("AP_RERANK_BATCH_SIZE", DEFAULT_RERANK_BATCH_SIZE, 1, 1024),
+            vector_weight=env.number("AP_SEARCH_VECTOR_WEIGHT", 1.0, 0.0, 100.0),
+            text_weight=env.number("AP_SEARCH_TEXT_WEIGHT", 1.0, 0.0, 100.0),
+            rrf_k=env.integer("AP_SEARCH_RRF_K", 60, 1, 10_000),
+            bm25_k1=env.number("AP_SEARCH_BM25_K1", 0.9, 0.0, 10.0),
+            bm25_b=env.number("AP_SEARCH_BM25_B", 0.4, 0.0, 1.0),
+            feedback=env.flag("AP_SEARCH_FEEDBACK", True),
+            diversify=env.flag("AP_SEARCH_DIVERSIFY", True),
+            preload=env.flag("AP_SEARCH_PRELOAD", True),
+            rerank_model=env.text("AP_RERANK_MODEL"),
+            rerank_api_key=env.text("AP_RERANK_API_KEY"),
+            rerank_name=env.text("AP_RERANK_NAME"),
+            rerank_timeout=env.number("AP_RERANK_TIMEOUT", DEFAULT_RERANK_TIMEOUT, 0.1, 600.0),
+            rerank_candidates=env.integer(
+                "AP_RERANK_CANDIDATES", DEFAULT_RERANK_CANDIDATES, 1, 200
+            ),
+            rerank_batch_size=env.integer(
+                "AP_RERANK_BATCH_SIZE", DEFAULT_RERANK_BATCH_SIZE, 1, 1024
+            ),
         )
         if settings.vector_weight == 0 and settings.text_weight == 0:
             problems.append("AP_SEARCH_VECTOR_WEIGHT and AP_SEARCH_TEXT_WEIGHT cannot both be 0")

@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 import ipaddress
-import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+
+from entrypoints.env_reader import EnvReader
 
 DEFAULT_TOOL_TIMEOUT = 30.0
 DEFAULT_MAX_OFFERED = 20
@@ -37,32 +38,8 @@ class ToolSettings:
     def from_env(cls, environ: Mapping[str, str], problems: list[str]) -> ToolSettings:
         """The settings in `environ`; each invalid one adds to `problems` and keeps its
         default."""
-
-        def text(name: str) -> str | None:
-            value = environ.get(name, "").strip()
-            return value or None
-
-        def number(name: str, default: float, low: float, high: float) -> float:
-            raw = text(name)
-            if raw is None:
-                return default
-            try:
-                value = float(raw)
-            except ValueError:
-                value = math.nan
-            if not low <= value <= high:
-                problems.append(f"{name} must be a number from {low:g} to {high:g}")
-                return default
-            return value
-
-        def integer(name: str, default: int, low: int, high: int) -> int:
-            value = number(name, default, low, high)
-            if value != int(value):
-                problems.append(f"{name} must be an integer")
-                return default
-            return int(value)
-
-        secrets_key = text("AP_SECRETS_KEY")
+        env = EnvReader(environ, problems)
+        secrets_key = env.text("AP_SECRETS_KEY")
         if secrets_key is not None:
             from adapters.secrets.fernet_box import parse_keys
 
@@ -73,9 +50,9 @@ class ToolSettings:
                 secrets_key = None
         return cls(
             secrets_key=secrets_key,
-            allowed_hosts=_hosts(text("AP_TOOL_ALLOWED_HOSTS") or "", problems),
-            timeout=number("AP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT, 0.1, 600.0),
-            max_offered=integer("AP_TOOL_MAX_OFFERED", DEFAULT_MAX_OFFERED, 1, 128),
+            allowed_hosts=_hosts(env.text("AP_TOOL_ALLOWED_HOSTS") or "", problems),
+            timeout=env.number("AP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT, 0.1, 600.0),
+            max_offered=env.integer("AP_TOOL_MAX_OFFERED", DEFAULT_MAX_OFFERED, 1, 128),
         )
 
 
