@@ -41,11 +41,14 @@ def open_headers(box: SecretBox, sealed: bytes | None) -> dict[str, str]:
 
 async def check_address(connector: ToolConnector, url: str) -> None:
     """400 "Tool server address is not allowed" (its reason in `details`) unless the connector
-    allows `url`'s host."""
+    allows `url`'s host. A host that does not resolve (now) is not refused: the discovery that
+    follows fails and records why, as for any server that cannot be reached."""
     try:
         await connector.check_address(url)
     except AddressNotAllowed as refused:
         raise Invalid(ADDRESS_NOT_ALLOWED, [field_error("url", refused.message)]) from None
+    except ToolServerUnreachable:
+        return
 
 
 async def discover(

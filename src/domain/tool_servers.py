@@ -20,6 +20,7 @@ TOOL_SERVER_ID_REQUIRED = "Valid tool server ID is required"
 TOOL_SERVER_NAME_TAKEN = "A tool server with this name already exists"
 UNKNOWN_TOOL_SERVERS = "Unknown tool server ids"
 ADDRESS_NOT_ALLOWED = "Tool server address is not allowed"
+HEADERS_FOR_NEW_HOST = "headers must be sent again when url moves the server to another host"
 NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 URL_MAX = 2048

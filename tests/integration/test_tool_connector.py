@@ -180,7 +180,8 @@ async def test_a_slow_tool_times_out(servers: Servers) -> None:
     started = time.monotonic()
     with pytest.raises(ToolServerUnreachable, match=r"did not answer within 0\.5 s"):
         await made.call(mcp(servers.mcp), tool("slow"), {})
-    assert time.monotonic() - started < 2
+    # The bound holds within a margin for a loaded machine (the slow tool takes 5 s).
+    assert time.monotonic() - started < 4
 
 
 @pytest.mark.parametrize("answers", ["json", "sse"])
@@ -194,12 +195,13 @@ async def test_a_result_over_the_cap_is_refused(servers: Servers, answers: str) 
 
 
 async def test_an_sse_answering_server(servers: Servers) -> None:
-    made, _, _ = connector(timeout=0.5)
+    made, _, _ = connector()
     assert len(await made.discover(mcp(servers.mcp_sse))) == len(support.TOOLS)
     image = await made.call(mcp(servers.mcp_sse), tool("image"), {})
     assert image.content[0]["type"] == "image"
+    hasty, _, _ = connector(timeout=0.5)
     with pytest.raises(ToolServerUnreachable, match="did not answer within"):
-        await made.call(mcp(servers.mcp_sse), tool("slow"), {})
+        await hasty.call(mcp(servers.mcp_sse), tool("slow"), {})
 
 
 async def test_failures_leave_no_task_behind(servers: Servers) -> None:
@@ -210,7 +212,9 @@ async def test_failures_leave_no_task_behind(servers: Servers) -> None:
                 await made.call(mcp(url), tool(name), {})
     with pytest.raises(ToolServerUnreachable):
         await made.discover(mcp(f"http://127.0.0.1:{servers.refused_port}/mcp"))
-    await asyncio.sleep(0.1)
+    deadline = time.monotonic() + 5
+    while sdk_tasks() and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
     assert sdk_tasks() == []
 
 
@@ -355,3 +359,13 @@ async def test_openapi_documents_that_are_not(servers: Servers) -> None:
         await made.discover(ToolEndpoint(kind="openapi", url=f"{servers.raw}/huge"))
     with pytest.raises(ToolServerUnreachable, match="HTTP 503"):
         await made.discover(ToolEndpoint(kind="openapi", url=f"{servers.raw}/broken"))
+
+
+async def test_a_compressed_answer_is_refused_before_it_is_inflated(servers: Servers) -> None:
+    made, _, _ = connector(max_response_bytes=1_000_000)
+    for endpoint in (
+        ToolEndpoint(kind="openapi", url=f"{servers.raw}/bomb"),
+        mcp(f"{servers.raw}/bomb"),
+    ):
+        with pytest.raises(ToolServerUnreachable, match="compressed body"):
+            await made.discover(endpoint)

@@ -155,6 +155,10 @@ def test_operations_become_tools_with_refs_inlined_and_cycles_cut() -> None:
     assert request.json_body == {"name": "n"}
     with pytest.raises(openapi.BadArguments):
         openapi.build_request(operation, {"id": "x"})
+    # A dot segment would climb to paths no tool offers.
+    for climbing in (".", "..", ""):
+        with pytest.raises(openapi.BadArguments, match="cannot be"):
+            openapi.build_request(operation, {"id": climbing, "body": {}})
 
 
 def test_yaml_documents_without_aliases() -> None:
@@ -194,3 +198,15 @@ def test_nothing_is_fetched_for_a_reference_elsewhere(monkeypatch: pytest.Monkey
     # Its operations, were it valid, would treat the unresolvable reference as any value.
     [operation] = openapi.operations(document, url)
     assert operation.tool.input_schema["properties"]["body"] == {}
+
+
+def test_a_servers_tool_descriptions_and_schemas_are_bounded() -> None:
+    from adapters.tools.connector import DESCRIPTION_CHARS, _bounded_tool
+    from domain.tool_servers import ToolDefinition
+
+    huge = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(5000)}}
+    tool = _bounded_tool(ToolDefinition(name="t", description="d" * 10_000, input_schema=huge))
+    assert len(tool.description) == DESCRIPTION_CHARS
+    assert tool.input_schema["type"] == "object" and "properties" not in tool.input_schema
+    small = ToolDefinition(name="t", description="d", input_schema={"type": "object"})
+    assert _bounded_tool(small) == small

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import gzip
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -21,7 +22,7 @@ from mcp.server import Server, ServerRequestContext
 from mcp.server.transport_security import TransportSecuritySettings
 from msgspec import Struct
 from starlette.applications import Starlette
-from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse
+from starlette.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from tests.conftest import free_port
@@ -182,12 +183,19 @@ def raw_app(redirect_to: str) -> Starlette:
     async def broken(request: Any) -> JSONResponse:
         return JSONResponse({"error": "down"}, status_code=503)
 
+    async def bomb(request: Any) -> Response:
+        # 50 MB of zeros in about 50 kB, sent compressed whatever the client accepts.
+        body = gzip.compress(b"0" * 50_000_000, compresslevel=9)
+        headers = {"Content-Encoding": "gzip", "Content-Type": "application/json"}
+        return Response(body, headers=headers)
+
     return Starlette(
         routes=[
             Route("/away", away, methods=["GET", "POST"]),
             Route("/huge", huge, methods=["GET", "POST"]),
             Route("/nonsense", nonsense, methods=["POST"]),
             Route("/broken", broken, methods=["GET", "POST"]),
+            Route("/bomb", bomb, methods=["GET", "POST"]),
         ]
     )
 

@@ -383,6 +383,18 @@ async def test_a_long_text_result_is_cut_with_a_note():
     assert texts[-1].startswith("[Only the first 32000 of 40001 characters")
 
 
+async def test_a_large_structured_result_and_an_svg_image_are_not_kept():
+    world, the_agent = a_call_world()
+    svg = {"type": "image", "mediaType": "image/svg+xml", "url": "data:image/svg+xml;base64,PA=="}
+    png = {"type": "image", "mediaType": "image/png", "url": "data:image/png;base64,iVBO"}
+    world.connector.output = ToolOutput(content=[svg, png], structured={"rows": ["r" * 40_000]})
+    result = await call(world, the_agent)
+    assert "structured" not in result
+    assert result["content"][0] == {"type": "text", "text": "[An image of type image/svg+xml]"}
+    assert result["content"][1] == png
+    assert result["content"][2]["text"].startswith("[The structured result is over 32000")
+
+
 async def test_every_call_is_audited_without_its_arguments():
     world, the_agent = a_call_world()
     await call(world, the_agent, {"secret": "do-not-log"})

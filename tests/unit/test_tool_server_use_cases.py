@@ -22,7 +22,7 @@ from domain.tool_server_fields import (
     TOOL_SERVER_REFRESHED,
     TOOL_SERVER_UPDATED,
 )
-from domain.tool_servers import ADDRESS_NOT_ALLOWED, TOOL_SERVER_NAME_TAKEN
+from domain.tool_servers import ADDRESS_NOT_ALLOWED, HEADERS_FOR_NEW_HOST, TOOL_SERVER_NAME_TAKEN
 from domain.values import UNSET
 from tests.fakes import FakeUnitOfWork
 from tests.fakes.basics import FakeClock
@@ -157,6 +157,7 @@ async def test_a_duplicate_name_is_409_before_any_connection(world):
         ({"headers": {"X-A": "v", "x-a": "w"}}, "headers"),
         ({"headers": {"X-A": "v\r\nX-B: w"}}, "headers"),
         ({"headers": {"X-A": 5}}, "headers"),
+        ({"headers": {"X-A": "caf\u00e9"}}, "headers"),
         ({"headers": {"X-A": "v" * 8193}}, "headers"),
         ({"require_approval": "sometimes"}, "requireApproval"),
         ({"require_approval": [""]}, "requireApproval"),
@@ -223,6 +224,33 @@ async def test_a_url_change_checks_the_address_first(world):
     moved = await world.update(server.id, url="http://127.0.0.1:9/v2")
     assert [t.name for t in moved.tools] == ["v2"]
     assert world.connector.discovered[-1].headers == {"Authorization": SECRET}
+
+
+async def test_moving_to_another_host_needs_the_headers_again(world):
+    server = await world.create(headers={"Authorization": SECRET})
+    asked = len(world.connector.discovered)
+    for elsewhere in (
+        "http://127.0.0.2:9/mcp",
+        "http://127.0.0.1:10/mcp",
+        "https://127.0.0.1:9/mcp",
+    ):
+        with pytest.raises(Invalid) as refused:
+            await world.update(server.id, url=elsewhere)
+        assert refused.value.message == HEADERS_FOR_NEW_HOST
+    assert len(world.connector.discovered) == asked  # the secret went nowhere
+    assert (await world.read(ADMIN, server.id))[0].url == URL
+    world.connector.tools["http://127.0.0.2:9/mcp"] = [tool("moved")]
+    moved = await world.update(server.id, url="http://127.0.0.2:9/mcp", headers={"A": "new"})
+    assert [t.name for t in moved.tools] == ["moved"]
+    assert world.connector.discovered[-1].headers == {"A": "new"}
+    plain = await world.create(name="plain")
+    assert (await world.update(plain.id, url="http://127.0.0.2:9/mcp")).url.endswith(":9/mcp")
+
+
+async def test_a_host_that_does_not_resolve_is_created_with_its_error(world):
+    world.connector.unresolved.add(URL)
+    server = await world.create()
+    assert (server.status, server.error) == ("error", "The tool server's host does not resolve")
 
 
 async def test_update_rules(world):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
@@ -21,6 +22,8 @@ T = TypeVar("T")
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DOCUMENT_TTL = 60.0
+DESCRIPTION_CHARS = 2048
+SCHEMA_CHARS = 32_000
 """Seconds an OpenAPI document's operations are reused for calls before it is read again."""
 _DOCUMENTS_KEPT = 256
 
@@ -61,13 +64,15 @@ class HttpToolConnector:
 
     async def discover(self, endpoint: ToolEndpoint) -> list[ToolDefinition]:
         if endpoint.kind == "mcp":
-            return await self._bounded(
+            tools = await self._bounded(
                 lambda: mcp_client.discover_tools(
                     self._client(endpoint.headers), endpoint.url, max_bytes=self._max_bytes
                 )
             )
-        found = await self._bounded(lambda: self._operations(endpoint, fresh=True))
-        return [operation.tool for operation in found]
+        else:
+            found = await self._bounded(lambda: self._operations(endpoint, fresh=True))
+            tools = [operation.tool for operation in found]
+        return [_bounded_tool(tool) for tool in tools]
 
     async def call(
         self, endpoint: ToolEndpoint, tool: ToolDefinition, arguments: dict[str, Any]
@@ -142,7 +147,10 @@ class HttpToolConnector:
         except openapi.BadArguments as error:
             return ToolOutput(content=[{"type": "text", "text": str(error)}], is_error=True)
         client = self._client(endpoint.headers)
-        headers = {**request.headers, **endpoint.headers}
+        # The configured headers win over the model's, whatever their case.
+        configured = {name.lower() for name in endpoint.headers}
+        headers = {n: v for n, v in request.headers.items() if n.lower() not in configured}
+        headers.update(endpoint.headers)
         sent = client.build_request(
             request.method,
             request.url,
@@ -154,6 +162,18 @@ class HttpToolConnector:
         return openapi.response_output(
             response.status_code, response.headers.get("content-type", ""), response.content
         )
+
+
+def _bounded_tool(tool: ToolDefinition) -> ToolDefinition:
+    """The tool with a description of at most `DESCRIPTION_CHARS` and an input schema of at
+    most `SCHEMA_CHARS` as JSON (else an open object schema): what a server describes is
+    stored, listed and sent to models with every answer, so its size is the platform's."""
+    schema = tool.input_schema
+    if len(json.dumps(schema, ensure_ascii=False)) > SCHEMA_CHARS:
+        schema = {"type": "object", "description": "(the server's schema is too large to show)"}
+    return ToolDefinition(
+        name=tool.name, description=tool.description[:DESCRIPTION_CHARS], input_schema=schema
+    )
 
 
 def _fingerprint(headers: Mapping[str, str]) -> str:

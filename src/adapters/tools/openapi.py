@@ -282,7 +282,12 @@ def build_request(operation: Operation, arguments: Mapping[str, Any]) -> Request
                 raise BadArguments(f"{parameter.name} is required")
             continue
         if parameter.location == "path":
-            path = path.replace("{" + parameter.name + "}", quote(_text(value), safe=""))
+            segment = _text(value)
+            if segment in ("", ".", ".."):
+                # A dot segment would move the request up the API's paths, to operations the
+                # agent was not given (slashes are quoted; these are resolved by the client).
+                raise BadArguments(f"{parameter.name} cannot be {segment!r}")
+            path = path.replace("{" + parameter.name + "}", quote(segment, safe=""))
         elif parameter.location == "query":
             values = value if isinstance(value, list) else [value]
             params.extend((parameter.name, _text(item)) for item in values)

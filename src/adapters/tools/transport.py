@@ -38,6 +38,7 @@ class Notes:
 
     refused: AddressNotAllowed | None = None
     too_large: int | None = None
+    compressed: bool = False
     status: int | None = None
     redirected: bool = False
 
@@ -61,6 +62,14 @@ class ResponseTooLarge(ToolServerUnreachable):
 
     def __init__(self, cap: int) -> None:
         super().__init__(f"The tool server answered more than {cap} bytes")
+
+
+class CompressedResponse(ToolServerUnreachable):
+    """A response body came compressed although only `identity` was accepted: the cap counts
+    the bytes received, and a small compressed body can inflate to gigabytes."""
+
+    def __init__(self) -> None:
+        super().__init__("The tool server answered with a compressed body, which is not accepted")
 
 
 class GuardedBackend(httpcore2.AsyncNetworkBackend):
@@ -154,8 +163,14 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
         self._max_bytes = max_bytes
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        request.headers["Accept-Encoding"] = "identity"
         response = await super().handle_async_request(request)
         notes = _notes.get()
+        if response.headers.get("content-encoding", "identity").strip().lower() != "identity":
+            await response.aclose()
+            if notes is not None:
+                notes.compressed = True
+            raise CompressedResponse
         if notes is not None:
             if response.status_code >= 400:
                 notes.status = response.status_code
@@ -173,6 +188,8 @@ def explain(error: BaseException, notes: Notes, timeout: float) -> ToolServerUnr
         return notes.refused
     if notes.too_large is not None:
         return ResponseTooLarge(notes.too_large)
+    if notes.compressed:
+        return CompressedResponse()
     leaves = list(_leaves(error))
     for leaf in leaves:
         if isinstance(leaf, ToolServerUnreachable):

@@ -53,6 +53,7 @@ APPROVAL_UNAVAILABLE = (
     "This tool needs a member's approval before each call, which this answer cannot ask for."
 )
 EMPTY_ERROR = "The tool reported an error without a message."
+IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 Outcome = Literal["ok", "tool_error", "unreachable", "unavailable", "approval_required", "failed"]
 
 
@@ -272,7 +273,11 @@ def _result(output: ToolOutput) -> dict[str, Any]:
     room = TOOL_RESULT_CHARS
     total = sum(len(str(p.get("text", ""))) for p in output.content if p.get("type") == "text")
     for part in output.content:
-        if part.get("type") != "text":
+        if part.get("type") == "image" and part.get("mediaType") not in IMAGE_TYPES:
+            # Kept as data URLs and shown by clients: only the raster formats browsers show
+            # inertly (an SVG can hold script).
+            content.append({"type": "text", "text": f"[An image of type {part.get('mediaType')}]"})
+        elif part.get("type") != "text":
             content.append(part)
         elif room > 0:
             text = str(part.get("text", ""))
@@ -287,5 +292,9 @@ def _result(output: ToolOutput) -> dict[str, Any]:
         )
     result: dict[str, Any] = {"content": content}
     if output.structured is not None:
-        result["structured"] = output.structured
+        if len(json.dumps(output.structured, ensure_ascii=False)) <= TOOL_RESULT_CHARS:
+            result["structured"] = output.structured
+        else:
+            note = f"[The structured result is over {TOOL_RESULT_CHARS} characters, not kept.]"
+            content.append({"type": "text", "text": note})
     return result

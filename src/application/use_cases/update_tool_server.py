@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from urllib.parse import urlsplit
 
 from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
@@ -16,7 +17,7 @@ from application.tool_discovery import check_address, discover, open_headers, se
 from application.use_cases.create_tool_server import audit_details
 from domain.agents import require_agent_manager
 from domain.audit import NewAuditEntry
-from domain.errors import Conflict, NotFound
+from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.tool_server_fields import (
     HEADERS_UNREADABLE,
@@ -24,7 +25,12 @@ from domain.tool_server_fields import (
     ToolServerChanges,
     parse_tool_server_id,
 )
-from domain.tool_servers import TOOL_SERVER_NAME_TAKEN, TOOL_SERVER_NOT_FOUND, ToolServer
+from domain.tool_servers import (
+    HEADERS_FOR_NEW_HOST,
+    TOOL_SERVER_NAME_TAKEN,
+    TOOL_SERVER_NOT_FOUND,
+    ToolServer,
+)
 from domain.values import sent_values
 
 _WIRE_NAMES = {"require_approval": "requireApproval"}
@@ -93,6 +99,10 @@ class UpdateToolServer:
         url = values.get("url", current.url)
         headers_sent = "headers" in values
         reconnect = headers_sent or kind != current.kind or url != current.url
+        if current.header_names and not headers_sent and _origin(url) != _origin(current.url):
+            # The header values are credentials for the old host: a manager moving the server
+            # elsewhere must give them again, or they would go to a host of his choosing.
+            raise Invalid(HEADERS_FOR_NEW_HOST, [field_error("headers", HEADERS_FOR_NEW_HOST)])
         if reconnect:
             await check_address(self._connector, url)
         if name != current.name and any(
@@ -145,3 +155,8 @@ class UpdateToolServer:
         )
         await self._uow.commit()
         return server
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urlsplit(url)
+    return parts.scheme.lower(), (parts.hostname or "").lower(), parts.port
