@@ -361,6 +361,15 @@ async def test_openapi_documents_that_are_not(servers: Servers) -> None:
         await made.discover(ToolEndpoint(kind="openapi", url=f"{servers.raw}/broken"))
 
 
+async def test_headers_go_only_to_the_documents_host(servers: Servers) -> None:
+    made, _, _ = connector()
+    url = f"{servers.raw}/elsewhere.json"
+    with pytest.raises(ToolServerUnreachable, match="not on the document's host"):
+        await made.discover(ToolEndpoint(kind="openapi", url=url, headers={"X-Key": "k"}))
+    # Without credentials to give away, the API may live elsewhere.
+    assert [t.name for t in await made.discover(ToolEndpoint(kind="openapi", url=url))] == ["ping"]
+
+
 async def test_a_compressed_answer_is_refused_before_it_is_inflated(servers: Servers) -> None:
     made, _, _ = connector(max_response_bytes=1_000_000)
     for endpoint in (

@@ -183,6 +183,24 @@ def raw_app(redirect_to: str) -> Starlette:
     async def broken(request: Any) -> JSONResponse:
         return JSONResponse({"error": "down"}, status_code=503)
 
+    async def elsewhere(request: Any) -> JSONResponse:
+        # A document whose calls go to another host than its own.
+        return JSONResponse(
+            {
+                "openapi": "3.1.0",
+                "info": {"title": "Elsewhere", "version": "1"},
+                "servers": [{"url": "http://127.0.0.1:9/api"}],
+                "paths": {
+                    "/ping": {
+                        "get": {
+                            "operationId": "ping",
+                            "responses": {"200": {"description": "pong"}},
+                        }
+                    }
+                },
+            }
+        )
+
     async def bomb(request: Any) -> Response:
         # 50 MB of zeros in about 50 kB, sent compressed whatever the client accepts.
         body = gzip.compress(b"0" * 50_000_000, compresslevel=9)
@@ -196,6 +214,7 @@ def raw_app(redirect_to: str) -> Starlette:
             Route("/nonsense", nonsense, methods=["POST"]),
             Route("/broken", broken, methods=["GET", "POST"]),
             Route("/bomb", bomb, methods=["GET", "POST"]),
+            Route("/elsewhere.json", elsewhere),
         ]
     )
 

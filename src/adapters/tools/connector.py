@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, TypeVar
+from urllib.parse import urlsplit
 
 import anyio
 import httpcore2
@@ -24,6 +25,7 @@ DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DOCUMENT_TTL = 60.0
 DESCRIPTION_CHARS = 2048
 SCHEMA_CHARS = 32_000
+PARSING_THREADS = 2
 """Seconds an OpenAPI document's operations are reused for calls before it is read again."""
 _DOCUMENTS_KEPT = 256
 
@@ -54,6 +56,7 @@ class HttpToolConnector:
         backend = GuardedBackend(self._policy, self._resolver, network_backend)
         self._transport = GuardedTransport(backend, max_bytes=max_response_bytes)
         self._documents: dict[tuple[str, str], tuple[float, list[openapi.Operation]]] = {}
+        self._parsing: anyio.CapacityLimiter | None = None
 
     async def aclose(self) -> None:
         """Close the pooled connections."""
@@ -108,6 +111,11 @@ class HttpToolConnector:
             except Exception as error:
                 raise explain(error, notes, self._timeout) from None
 
+    def _parsing_limiter(self) -> anyio.CapacityLimiter:
+        if self._parsing is None:
+            self._parsing = anyio.CapacityLimiter(PARSING_THREADS)
+        return self._parsing
+
     async def _operations(self, endpoint: ToolEndpoint, *, fresh: bool) -> list[openapi.Operation]:
         key = (endpoint.url, _fingerprint(endpoint.headers))
         now = time.monotonic()
@@ -128,8 +136,13 @@ class HttpToolConnector:
         def parse() -> list[openapi.Operation]:
             return openapi.operations(openapi.parse_document(body, endpoint.url), endpoint.url)
 
-        # Validating a large document takes a while: not on the event loop.
-        found = await anyio.to_thread.run_sync(parse, abandon_on_cancel=True)
+        # Validating a large document takes a while: not on the event loop, and on threads of
+        # its own, so that a parse abandoned at the timeout holds none of the app's.
+        found = await anyio.to_thread.run_sync(
+            parse, abandon_on_cancel=True, limiter=self._parsing_limiter()
+        )
+        if endpoint.headers:
+            _check_origins(found, endpoint.url)
         if len(self._documents) >= _DOCUMENTS_KEPT:
             self._documents.clear()
         self._documents[key] = (now, found)
@@ -162,6 +175,23 @@ class HttpToolConnector:
         return openapi.response_output(
             response.status_code, response.headers.get("content-type", ""), response.content
         )
+
+
+def _origin(url: str) -> str:
+    parts = urlsplit(url)
+    return f"{parts.scheme.lower()}://{(parts.hostname or '').lower()}:{parts.port or ''}"
+
+
+def _check_origins(found: Iterable[openapi.Operation], document_url: str) -> None:
+    """The configured headers are credentials for the host an administrator registered: an
+    API whose document sends its calls to another host (`servers`) does not get them."""
+    home = _origin(document_url)
+    for operation in found:
+        if _origin(operation.base_url) != home:
+            raise ToolServerUnreachable(
+                f"The API's server ({urlsplit(operation.base_url).netloc}) is not on the "
+                "document's host; a tool server's headers are sent only to the host of its URL"
+            )
 
 
 def _bounded_tool(tool: ToolDefinition) -> ToolDefinition:
