@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import tempfile
 from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
@@ -51,10 +52,12 @@ def load_or_create_key(path: Path) -> str:
     path.parent.mkdir(parents=True, exist_ok=True)
     # Written whole under a temporary name, then linked into place: a process starting at the
     # same moment (the worker child) reads either no file or the whole key, and one key wins.
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as handle:
+    fd, name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    temporary = Path(name)
+    with os.fdopen(fd, "wb") as handle:  # mkstemp creates it with mode 0600
         handle.write(Fernet.generate_key())
+        handle.flush()
+        os.fsync(handle.fileno())
     try:
         os.link(temporary, path)
     except FileExistsError:
