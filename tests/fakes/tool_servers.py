@@ -94,7 +94,9 @@ class FakeToolServerRepository:
     async def get(self, org_id: str, server_id: int) -> ToolServer | None:
         return self._own(org_id, server_id)
 
-    async def list(self, org_id: str, server_ids: Sequence[int] | None = None) -> list[ToolServer]:
+    async def list(
+        self, org_id: str, server_ids: Sequence[int] | None = None, *, lock: bool = False
+    ) -> list[ToolServer]:
         found = [
             s
             for s in self.rows.values()

@@ -3,6 +3,7 @@ name clashes, discoveries, organization isolation, and deletion out of the agent
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 
 import pytest
@@ -105,3 +106,21 @@ async def test_delete_takes_the_server_off_every_agent(app_pool, owner_engine):
     async with owner_engine.connect() as connection:
         left = (await connection.execute(text("SELECT tools FROM agents"))).scalar_one()
     assert left == [{"toolServerId": kept.id, "names": ["search"]}]
+
+
+async def test_servers_read_for_a_grant_wait_for_it_before_they_are_deleted(app_pool):
+    async with org_connection(app_pool, "org_a") as db:
+        added = await PgToolServerRepository(db).add("org_a", "u1", new())
+        await db.commit()
+    async with (
+        org_connection(app_pool, "org_a") as granting,
+        org_connection(app_pool, "org_a") as deleting,
+    ):
+        locked = await PgToolServerRepository(granting).list("org_a", [added.id], lock=True)
+        assert [s.id for s in locked] == [added.id]
+        deletion = asyncio.ensure_future(PgToolServerRepository(deleting).delete("org_a", added.id))
+        await asyncio.sleep(0.3)
+        assert not deletion.done()  # it waits for the grant's unit of work
+        await granting.commit()
+        assert await asyncio.wait_for(deletion, 10)
+        await deleting.commit()

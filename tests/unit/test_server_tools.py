@@ -85,7 +85,9 @@ class Servers:
     sealed: dict[int, bytes] = field(default_factory=dict)
     lists: int = 0
 
-    async def list(self, org_id: str, server_ids: Sequence[int] | None = None) -> list[ToolServer]:
+    async def list(
+        self, org_id: str, server_ids: Sequence[int] | None = None, *, lock: bool = False
+    ) -> list[ToolServer]:
         self.lists += 1
         found = [
             s

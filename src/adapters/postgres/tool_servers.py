@@ -38,6 +38,7 @@ LIST = f"""
     SELECT {COLUMNS} FROM tool_servers t
     WHERE t.org_id = $1 AND ($2::bigint[] IS NULL OR t.id = ANY($2::bigint[]))
     ORDER BY t.name"""
+LIST_LOCKED = f"{LIST} FOR KEY SHARE OF t"
 SEALED = "SELECT t.sealed_headers FROM tool_servers t WHERE t.org_id = $1 AND t.id = $2"
 INSERT = f"""
     INSERT INTO tool_servers AS t (org_id, user_id, name, kind, url, description, header_names,
@@ -125,9 +126,15 @@ class PgToolServerRepository:
         rows = await self._db.fetch(GET, org_id, server_id)
         return _server(rows[0]) if rows else None
 
-    async def list(self, org_id: str, server_ids: Sequence[int] | None = None) -> list[ToolServer]:
+    async def list(
+        self, org_id: str, server_ids: Sequence[int] | None = None, *, lock: bool = False
+    ) -> list[ToolServer]:
         ids = None if server_ids is None else list(server_ids)
-        return [_server(r) for r in await self._db.fetch(LIST, org_id, ids)]
+        if lock:
+            rows = await self._db.fetch_in_transaction(LIST_LOCKED, org_id, ids)
+        else:
+            rows = await self._db.fetch(LIST, org_id, ids)
+        return [_server(r) for r in rows]
 
     async def sealed_headers(self, org_id: str, server_id: int) -> bytes | None:
         rows = await self._db.fetch(SEALED, org_id, server_id)

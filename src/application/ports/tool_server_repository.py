@@ -49,8 +49,12 @@ class ToolServerRepository(Protocol):
         """The server, or None."""
         ...
 
-    async def list(self, org_id: str, server_ids: Sequence[int] | None = None) -> list[ToolServer]:
-        """The organization's servers by name; only those of `server_ids` when given."""
+    async def list(
+        self, org_id: str, server_ids: Sequence[int] | None = None, *, lock: bool = False
+    ) -> list[ToolServer]:
+        """The organization's servers by name; only those of `server_ids` when given. With
+        `lock`, those read cannot be deleted until the unit of work ends (an agent granted
+        them is written before a deletion takes them off every agent)."""
         ...
 
     async def sealed_headers(self, org_id: str, server_id: int) -> bytes | None:

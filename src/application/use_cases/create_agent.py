@@ -134,7 +134,7 @@ async def check_tool_servers(
     wanted = [grant.tool_server_id for grant in grants]
     known: set[int] = set()
     if tool_servers is not None:
-        known = {server.id for server in await tool_servers.list(org_id, wanted)}
+        known = {server.id for server in await tool_servers.list(org_id, wanted, lock=True)}
     unknown = [server_id for server_id in wanted if server_id not in known]
     if unknown:
         raise Invalid(
