@@ -1,5 +1,6 @@
 """What the tool server use cases share: sealing and opening header values, the address check
-on a change, and one discovery of a server's tools as a `Discovery` to store."""
+on a change, one discovery of a server's tools as a `Discovery` to store, and their audit
+entries."""
 
 from __future__ import annotations
 
@@ -15,8 +16,18 @@ from application.ports.tool_connector import (
     ToolServerUnreachable,
 )
 from application.ports.tool_server_repository import Discovery
+from domain.audit import NewAuditEntry
 from domain.errors import Invalid, field_error
-from domain.tool_servers import ADDRESS_NOT_ALLOWED, MAX_TOOLS_PER_SERVER, ToolServerKind
+from domain.identity import Caller
+from domain.tool_server_fields import HEADERS_UNREADABLE
+from domain.tool_servers import (
+    ADDRESS_NOT_ALLOWED,
+    MAX_TOOLS_PER_SERVER,
+    ToolServer,
+    ToolServerKind,
+)
+
+AUDIT_TARGET = "tool_server"
 
 
 def seal_headers(box: SecretBox, headers: Mapping[str, str]) -> bytes | None:
@@ -67,3 +78,49 @@ async def discover(
     except ToolServerUnreachable as failure:
         return Discovery(tools=None, error=failure.message, at=clock.now())
     return Discovery(tools=list(tools)[:MAX_TOOLS_PER_SERVER], error=None, at=clock.now())
+
+
+async def discover_sealed(
+    connector: ToolConnector,
+    box: SecretBox,
+    clock: Clock,
+    *,
+    kind: ToolServerKind,
+    url: str,
+    sealed: bytes | None,
+) -> Discovery:
+    """`discover` with the header values as stored; values no configured key opens give an
+    error discovery (`HEADERS_UNREADABLE`) and the server is not asked."""
+    try:
+        headers = open_headers(box, sealed)
+    except ValueError:
+        return Discovery(tools=None, error=HEADERS_UNREADABLE, at=clock.now())
+    return await discover(connector, clock, kind=kind, url=url, headers=headers)
+
+
+def audit_entry(
+    caller: Caller, action: str, server_id: int, details: dict[str, object]
+) -> NewAuditEntry:
+    """The audit log's entry of a change `caller` made to a tool server."""
+    return NewAuditEntry(
+        org_id=caller.org_id,
+        actor_user_id=caller.user_id,
+        action=action,
+        target_type=AUDIT_TARGET,
+        target_id=str(server_id),
+        details=details,
+    )
+
+
+def audit_details(server: ToolServer, **more: object) -> dict[str, object]:
+    """What the audit log keeps of a server: never a header value, only the names."""
+    return {
+        "name": server.name,
+        "kind": server.kind,
+        "url": server.url,
+        "headerNames": list(server.header_names),
+        "enabled": server.enabled,
+        "status": server.status,
+        "toolCount": len(server.tools),
+        **more,
+    }

@@ -110,6 +110,13 @@ def split_front_matter(skill_md: str) -> tuple[str, str]:
     raise _skill_md_error("front matter is not closed by a '---' line")
 
 
+def is_skill_name(value: object) -> bool:
+    """Whether `value` follows the skill-name rule: 1 to `NAME_MAX` lower-case letters, digits
+    and single hyphens, not starting or ending with one (other resources' names follow it
+    too)."""
+    return isinstance(value, str) and len(value) <= NAME_MAX and bool(_NAME.fullmatch(value))
+
+
 def _name_problem(value: object) -> str | None:
     if not isinstance(value, str):
         return "must be a string"

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
+from domain.skills import is_skill_name
+
 ToolServerKind = Literal["mcp", "openapi"]
 TOOL_SERVER_KINDS: tuple[ToolServerKind, ...] = ("mcp", "openapi")
 ToolServerStatus = Literal["ready", "error"]
@@ -21,7 +23,6 @@ TOOL_SERVER_NAME_TAKEN = "A tool server with this name already exists"
 UNKNOWN_TOOL_SERVERS = "Unknown tool server ids"
 ADDRESS_NOT_ALLOWED = "Tool server address is not allowed"
 HEADERS_FOR_NEW_HOST = "headers must be sent again when url moves the server to another host"
-NAME_MAX = 64
 DESCRIPTION_MAX = 1024
 URL_MAX = 2048
 MAX_HEADERS = 20
@@ -31,7 +32,6 @@ OFFERED_NAME_MAX = 64
 SEPARATOR = "__"
 """Between a server's name and its tool's in the name a model is offered: `<server>__<tool>`."""
 
-_NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")  # an RFC 9110 token
 
 
@@ -89,7 +89,7 @@ def name_problem(value: object) -> str | None:
     """Why `value` is not a tool server name (the skill-name rule), or None."""
     if not isinstance(value, str):
         return "name must be a string"
-    if not 1 <= len(value) <= NAME_MAX or not _NAME.fullmatch(value):
+    if not is_skill_name(value):
         return (
             "name must be 1-64 lower-case letters, digits and single hyphens, "
             "not starting or ending with a hyphen"

@@ -14,17 +14,15 @@ import json
 import sys
 from typing import Any
 
-from adapters.postgres.migrations import migrate
 from application.use_cases.list_scheduled_tasks import ListScheduledTasks, ListScheduledTasksQuery
 from application.use_cases.run_scheduled_task_now import (
     RunScheduledTaskNow,
     RunScheduledTaskNowCommand,
 )
 from domain.errors import DomainError
-from domain.identity import ADMIN_ROLE, Identity
+from entrypoints.cli_scope import admin_scope
 from entrypoints.config import Settings
 from entrypoints.database import Database
-from entrypoints.wiring import make_container
 
 
 def add_task_commands(commands: Any) -> None:
@@ -43,12 +41,8 @@ def add_task_commands(commands: Any) -> None:
 
 async def run_tasks(settings: Settings, database: Database, args: argparse.Namespace) -> int:
     """Run `tasks list` or `tasks run-now` as `args` say; the process's exit code."""
-    await migrate(database.owner_url)
-    container = make_container(settings, database)
-    identity = Identity(user_id=args.user, org_id=args.org, role=ADMIN_ROLE)
     try:
-        async with container(context={Identity: identity}) as scope:
-            caller = identity.as_caller()
+        async with admin_scope(settings, database, args) as (scope, caller):
             if args.tasks_command == "list":
                 tasks = await (await scope.get(ListScheduledTasks)).execute(
                     ListScheduledTasksQuery.parse(caller=caller)
@@ -76,5 +70,3 @@ async def run_tasks(settings: Settings, database: Database, args: argparse.Names
     except DomainError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 1
-    finally:
-        await container.close()

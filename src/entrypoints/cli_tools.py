@@ -18,7 +18,6 @@ from typing import Any
 
 import msgspec
 
-from adapters.postgres.migrations import migrate
 from application.use_cases.create_tool_server import CreateToolServer, CreateToolServerCommand
 from application.use_cases.delete_tool_server import DeleteToolServer, DeleteToolServerCommand
 from application.use_cases.list_tool_servers import ListToolServers, ListToolServersQuery
@@ -27,12 +26,12 @@ from application.use_cases.refresh_tool_server import (
     RefreshToolServerCommand,
 )
 from domain.errors import DomainError, Invalid, field_error
-from domain.identity import ADMIN_ROLE, Caller, Identity
+from domain.identity import Caller
 from domain.tool_servers import ToolServer
+from entrypoints.cli_scope import admin_scope
 from entrypoints.config import Settings
 from entrypoints.database import Database
 from entrypoints.http.tool_schemas import ToolServerOut
-from entrypoints.wiring import make_container
 
 HEADER_INVALID = "Each --header is 'Name: value'"
 
@@ -86,12 +85,8 @@ def parse_approval(value: str) -> object:
 
 async def run_tools(settings: Settings, database: Database, args: argparse.Namespace) -> int:
     """Run `tools add|list|refresh|remove` as `args` say; the process's exit code."""
-    await migrate(database.owner_url)
-    container = make_container(settings, database)
-    identity = Identity(user_id=args.user, org_id=args.org, role=ADMIN_ROLE)
     try:
-        async with container(context={Identity: identity}) as scope:
-            caller = identity.as_caller()
+        async with admin_scope(settings, database, args) as (scope, caller):
             if args.tools_command == "list":
                 servers = await (await scope.get(ListToolServers)).execute(
                     ListToolServersQuery.parse(caller=caller)
@@ -112,8 +107,6 @@ async def run_tools(settings: Settings, database: Database, args: argparse.Names
     except DomainError as error:
         print(f"error: {error.message}", file=sys.stderr)
         return 1
-    finally:
-        await container.close()
 
 
 async def _add_or_refresh(scope: Any, caller: Caller, args: argparse.Namespace) -> ToolServer:

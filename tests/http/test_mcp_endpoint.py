@@ -16,6 +16,7 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.fakes.chat import text_script
 from tests.http.chat_support import make_agent, script
 from tests.http.helpers import make_kb
+from tests.http.test_search_options import app_for, seeded
 
 
 class ThroughTestClient(httpx2.AsyncBaseTransport):
@@ -133,3 +134,22 @@ async def test_ask_agent_answers_when_the_run_ends(chat, alice, bob, holder):
 async def test_an_unknown_tool_is_an_error_result(client, alice):
     async with mcp_session(client, alice.headers) as session:
         assert "no tool named" in refusal(await session.call_tool("delete_everything", {}))
+
+
+async def test_search_answers_what_the_http_search_answers(
+    settings, database, registry, clean, alice, worker
+):
+    app = app_for(settings, database, registry)
+    async with AsyncTestClient(app=app) as client:
+        client.ap_app = app  # type: ignore[attr-defined]
+        kb = await seeded(client, alice, worker)
+        body = {"kbIds": [kb], "query": "Which flow is measured?", "topK": 3}
+        over_http = await client.post("/kb/search", json=body, headers=alice.headers)
+        async with mcp_session(client, alice.headers) as session:
+            found = payload(await session.call_tool("search_knowledge_base", body))
+            latest = payload(
+                await session.call_tool("search_knowledge_base", {"query": body["query"]})
+            )
+    assert found["results"] and found["results"] == over_http.json()["results"]
+    # Without kbIds, the organization's newest knowledge bases: here the one.
+    assert [r["chunkId"] for r in latest["results"][:3]] == [r["chunkId"] for r in found["results"]]

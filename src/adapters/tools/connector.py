@@ -23,10 +23,11 @@ T = TypeVar("T")
 
 DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
 DOCUMENT_TTL = 60.0
+"""Seconds an OpenAPI document's operations are reused for calls before it is read again."""
 DESCRIPTION_CHARS = 2048
 SCHEMA_CHARS = 32_000
+"""What a server's tool may hold as stored (`_bounded_tool`)."""
 PARSING_THREADS = 2
-"""Seconds an OpenAPI document's operations are reused for calls before it is read again."""
 _DOCUMENTS_KEPT = 256
 
 

@@ -25,6 +25,7 @@ from application.ports.tool_connector import (
 )
 from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import open_headers
 from application.tools.find_tools import find_tools_offer
 from domain.agents import Agent
 from domain.audit import NewAuditEntry
@@ -193,17 +194,10 @@ class ServerTools:
         return _result(output)
 
     def _headers(self, sealed: bytes | None) -> dict[str, str]:
-        if sealed is None:
-            return {}
         try:
-            headers = json.loads(self._secrets.open(sealed))
+            return open_headers(self._secrets, sealed)
         except ValueError:
             raise _Refused("failed", HEADERS_UNREADABLE) from None
-        if not isinstance(headers, dict) or not all(
-            isinstance(k, str) and isinstance(v, str) for k, v in headers.items()
-        ):
-            raise _Refused("failed", HEADERS_UNREADABLE)
-        return headers
 
     async def _record(
         self, allowed: AllowedTool, context: ToolContext, outcome: Outcome, seconds: float

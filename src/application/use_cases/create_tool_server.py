@@ -8,9 +8,14 @@ from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import ToolConnector
 from application.ports.tool_server_repository import NewToolServer, ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
-from application.tool_discovery import check_address, discover, seal_headers
+from application.tool_discovery import (
+    audit_details,
+    audit_entry,
+    check_address,
+    discover,
+    seal_headers,
+)
 from domain.agents import require_agent_manager
-from domain.audit import NewAuditEntry
 from domain.errors import Conflict
 from domain.identity import Caller
 from domain.tool_server_fields import TOOL_SERVER_CREATED, ToolServerFields
@@ -82,28 +87,7 @@ class CreateToolServer:
         server = await self._servers.add(caller.org_id, caller.user_id, new)
         server = await self._servers.record_discovery(caller.org_id, server.id, found)
         await self._audit.record(
-            NewAuditEntry(
-                org_id=caller.org_id,
-                actor_user_id=caller.user_id,
-                action=TOOL_SERVER_CREATED,
-                target_type="tool_server",
-                target_id=str(server.id),
-                details=audit_details(server),
-            )
+            audit_entry(caller, TOOL_SERVER_CREATED, server.id, audit_details(server))
         )
         await self._uow.commit()
         return server
-
-
-def audit_details(server: ToolServer, **more: object) -> dict[str, object]:
-    """What the audit log keeps of a server: never a header value, only the names."""
-    return {
-        "name": server.name,
-        "kind": server.kind,
-        "url": server.url,
-        "headerNames": list(server.header_names),
-        "enabled": server.enabled,
-        "status": server.status,
-        "toolCount": len(server.tools),
-        **more,
-    }

@@ -5,8 +5,8 @@ from dataclasses import dataclass
 from application.ports.audit_log import AuditLog
 from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import audit_entry
 from domain.agents import require_agent_manager
-from domain.audit import NewAuditEntry
 from domain.errors import NotFound
 from domain.identity import Caller
 from domain.tool_server_fields import TOOL_SERVER_DELETED, parse_tool_server_id
@@ -44,14 +44,6 @@ class DeleteToolServer:
         server = await self._servers.get(caller.org_id, command.server_id)
         if server is None or not await self._servers.delete(caller.org_id, command.server_id):
             raise NotFound(TOOL_SERVER_NOT_FOUND)
-        await self._audit.record(
-            NewAuditEntry(
-                org_id=caller.org_id,
-                actor_user_id=caller.user_id,
-                action=TOOL_SERVER_DELETED,
-                target_type="tool_server",
-                target_id=str(server.id),
-                details={"name": server.name, "url": server.url},
-            )
-        )
+        details: dict[str, object] = {"name": server.name, "url": server.url}
+        await self._audit.record(audit_entry(caller, TOOL_SERVER_DELETED, server.id, details))
         await self._uow.commit()

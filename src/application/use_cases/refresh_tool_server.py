@@ -6,16 +6,13 @@ from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import ToolConnector
-from application.ports.tool_server_repository import Discovery, ToolServerRepository
+from application.ports.tool_server_repository import ToolServerRepository
 from application.ports.unit_of_work import UnitOfWork
-from application.tool_discovery import discover, open_headers
-from application.use_cases.create_tool_server import audit_details
+from application.tool_discovery import audit_details, audit_entry, discover_sealed
 from domain.agents import require_agent_manager
-from domain.audit import NewAuditEntry
 from domain.errors import NotFound
 from domain.identity import Caller
 from domain.tool_server_fields import (
-    HEADERS_UNREADABLE,
     TOOL_SERVER_REFRESHED,
     parse_tool_server_id,
 )
@@ -67,25 +64,16 @@ class RefreshToolServer:
         server = await self._servers.get(caller.org_id, command.server_id)
         if server is None:
             raise NotFound(TOOL_SERVER_NOT_FOUND)
-        sealed = await self._servers.sealed_headers(caller.org_id, server.id)
-        try:
-            headers = open_headers(self._box, sealed)
-        except ValueError:
-            found = Discovery(tools=None, error=HEADERS_UNREADABLE, at=self._clock.now())
-        else:
-            found = await discover(
-                self._connector, self._clock, kind=server.kind, url=server.url, headers=headers
-            )
-        server = await self._servers.record_discovery(caller.org_id, server.id, found)
-        await self._audit.record(
-            NewAuditEntry(
-                org_id=caller.org_id,
-                actor_user_id=caller.user_id,
-                action=TOOL_SERVER_REFRESHED,
-                target_type="tool_server",
-                target_id=str(server.id),
-                details=audit_details(server, error=server.error),
-            )
+        found = await discover_sealed(
+            self._connector,
+            self._box,
+            self._clock,
+            kind=server.kind,
+            url=server.url,
+            sealed=await self._servers.sealed_headers(caller.org_id, server.id),
         )
+        server = await self._servers.record_discovery(caller.org_id, server.id, found)
+        details = audit_details(server, error=server.error)
+        await self._audit.record(audit_entry(caller, TOOL_SERVER_REFRESHED, server.id, details))
         await self._uow.commit()
         return server

@@ -13,14 +13,18 @@ from application.ports.tool_server_repository import (
     ToolServerRepository,
 )
 from application.ports.unit_of_work import UnitOfWork
-from application.tool_discovery import check_address, discover, open_headers, seal_headers
-from application.use_cases.create_tool_server import audit_details
+from application.tool_discovery import (
+    audit_details,
+    audit_entry,
+    check_address,
+    discover,
+    discover_sealed,
+    seal_headers,
+)
 from domain.agents import require_agent_manager
-from domain.audit import NewAuditEntry
 from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.tool_server_fields import (
-    HEADERS_UNREADABLE,
     TOOL_SERVER_UPDATED,
     ToolServerChanges,
     parse_tool_server_id,
@@ -117,15 +121,14 @@ class UpdateToolServer:
             sealed = await self._servers.sealed_headers(org_id, current.id)
             header_names = current.header_names
         found: Discovery | None = None
-        if reconnect:
-            try:
-                known = headers if headers_sent else open_headers(self._box, sealed)
-            except ValueError:
-                found = Discovery(tools=None, error=HEADERS_UNREADABLE, at=self._clock.now())
-            else:
-                found = await discover(
-                    self._connector, self._clock, kind=kind, url=url, headers=known
-                )
+        if reconnect and headers_sent:
+            found = await discover(
+                self._connector, self._clock, kind=kind, url=url, headers=headers
+            )
+        elif reconnect:
+            found = await discover_sealed(
+                self._connector, self._box, self._clock, kind=kind, url=url, sealed=sealed
+            )
         server = await self._servers.replace(
             org_id,
             current.id,
@@ -143,16 +146,8 @@ class UpdateToolServer:
         if found is not None:
             server = await self._servers.record_discovery(org_id, server.id, found)
         changed = [_WIRE_NAMES.get(n, n) for n in values]
-        await self._audit.record(
-            NewAuditEntry(
-                org_id=org_id,
-                actor_user_id=caller.user_id,
-                action=TOOL_SERVER_UPDATED,
-                target_type="tool_server",
-                target_id=str(server.id),
-                details=audit_details(server, changed=changed),
-            )
-        )
+        details = audit_details(server, changed=changed)
+        await self._audit.record(audit_entry(caller, TOOL_SERVER_UPDATED, server.id, details))
         await self._uow.commit()
         return server
 

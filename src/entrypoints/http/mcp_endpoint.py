@@ -15,7 +15,7 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import structlog
+import msgspec
 from dishka import AsyncContainer
 from litestar.handlers import asgi
 from litestar.types import Receive, Scope, Send
@@ -40,9 +40,9 @@ from domain.chunks import MAX_SEARCHED
 from domain.errors import DomainError
 from domain.identity import Caller, Identity
 from entrypoints.http.injection import CONTAINER_KEY
+from entrypoints.http.knowledge_base_schemas import SearchResultOut
 from entrypoints.wiring import OrgScopes
 
-log = structlog.get_logger(__name__)
 MCP_PATH = "/mcp"
 MAX_BODY_BYTES = 1_000_000
 
@@ -112,19 +112,8 @@ async def _search(container: AsyncContainer, arguments: dict[str, Any]) -> Any:
             skip_missing=skip_missing,
         )
     )
-    return {
-        "results": [
-            {
-                "text": r.text,
-                "score": r.score,
-                "kbId": r.knowledge_base_id,
-                "fileId": r.file_id,
-                "fileName": r.file_name,
-                "pageNumber": r.page_number,
-            }
-            for r in answer.results
-        ]
-    }
+    # The results as `POST /kb/search` answers them.
+    return {"results": msgspec.to_builtins(SearchResultOut.from_entities(answer.results))}
 
 
 async def _list_agents(container: AsyncContainer, arguments: dict[str, Any]) -> Any:

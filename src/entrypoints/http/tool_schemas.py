@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
+from domain.skills import NAME_MAX
 from domain.text import not_a_string, required
 from domain.tool_server_fields import (
     APPROVAL_INVALID,
@@ -25,7 +26,6 @@ from domain.tool_servers import (
     HEADER_VALUE_MAX,
     MAX_HEADERS,
     MAX_TOOLS_PER_SERVER,
-    NAME_MAX,
     TOOL_SERVER_ID_REQUIRED,
     URL_MAX,
     ToolServer,
