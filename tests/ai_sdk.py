@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,7 +20,7 @@ import pytest
 
 NODE_PROJECT = Path(__file__).parent / "node"
 PARSER = NODE_PROJECT / "parse_ui_stream.mjs"
-MIN_NODE_MAJOR = 18
+MIN_NODE_MAJOR = 22
 INSTALL_HINT = "run `make test`, or `npm ci --prefix tests/node` by hand"
 
 
@@ -43,8 +44,14 @@ def _node() -> str:
     return node
 
 
-def run_ai_sdk_parser(sse_bytes: bytes, *, timeout: float = 60) -> dict[str, Any]:
-    """Feed `sse_bytes` to `parseJsonEventStream` + `readUIMessageStream` and return the result."""
+def run_ai_sdk_parser(
+    sse_bytes: bytes, *, timeout: float = 60, message: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """Feed `sse_bytes` to `parseJsonEventStream` + `readUIMessageStream` and return the result;
+    `message`: the UI message the stream continues (an answer resumed after approvals)."""
+    env = dict(os.environ)
+    if message is not None:
+        env["UI_MESSAGE_JSON"] = json.dumps(message)
     completed = subprocess.run(
         [_node(), str(PARSER)],
         input=sse_bytes,
@@ -52,6 +59,7 @@ def run_ai_sdk_parser(sse_bytes: bytes, *, timeout: float = 60) -> dict[str, Any
         timeout=timeout,
         check=False,
         cwd=NODE_PROJECT,
+        env=env,
     )
     try:
         result: dict[str, Any] = json.loads(completed.stdout)

@@ -1,8 +1,9 @@
 """The chunks of an assistant response as it streams: the AI SDK UI message stream protocol v1
 vocabulary, which is also how a response's progress is stored so that a client can resume it.
 
-Only the fields the protocol documents appear: a stock `useChat` client validates every chunk
-against a strict schema.
+Only the fields the protocol documents appear: a stock `useChat` client of AI SDK 5 validates
+every chunk against a strict schema (version 7, which the tests and the console pin, reads them
+loosely but still refuses an unknown type).
 """
 
 from __future__ import annotations
@@ -85,6 +86,25 @@ def tool_output_available(call_id: str, output: Any) -> Chunk:
 
 def tool_output_error(call_id: str, error_text: str) -> Chunk:
     return {"type": "tool-output-error", "toolCallId": call_id, "errorText": error_text}
+
+
+def tool_output_denied(call_id: str) -> Chunk:
+    return {"type": "tool-output-denied", "toolCallId": call_id}
+
+
+def tool_approval_request(approval_id: str, call_id: str) -> Chunk:
+    return {"type": "tool-approval-request", "approvalId": approval_id, "toolCallId": call_id}
+
+
+def tool_approval_response(approval_id: str, approved: bool, reason: str | None) -> Chunk:
+    chunk: Chunk = {
+        "type": "tool-approval-response",
+        "approvalId": approval_id,
+        "approved": approved,
+    }
+    if reason:
+        chunk["reason"] = reason
+    return chunk
 
 
 def finish_step() -> Chunk:

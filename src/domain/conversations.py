@@ -46,9 +46,13 @@ class StreamStatus(StrEnum):
     COMPLETED = "completed"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    AWAITING_APPROVAL = "awaiting_approval"
+    """The answer paused until the member decides on the tool calls it asked approval for."""
 
     @property
     def terminal(self) -> bool:
+        """Whether the run producing the answer has ended (a paused answer continues as a new
+        run of the same message)."""
         return self is not StreamStatus.IN_PROGRESS
 
 
@@ -95,7 +99,8 @@ class NewConversation:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StoredMessage:
     """A message of a conversation. `parts` use the chat message part vocabulary: `text`,
-    `file`, `source-document`, `tool-invocation`, `tool-result`, and `data-error` (why an answer
+    `file`, `source-document`, `tool-invocation`, `tool-result`, `tool-approval-request` and
+    `tool-approval-response` (`domain.tool_approvals`), and `data-error` (why an answer
     failed)."""
 
     id: str

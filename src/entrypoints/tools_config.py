@@ -8,6 +8,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from domain.tool_approvals import DEFAULT_APPROVAL_TTL
 from entrypoints.env_reader import EnvReader
 
 DEFAULT_TOOL_TIMEOUT = 30.0
@@ -26,13 +27,16 @@ class ToolSettings:
     - `allowed_hosts`: host names, IP addresses and CIDR networks a tool server may be at even
       though they are loopback, private or link-local (`AP_TOOL_ALLOWED_HOSTS`);
     - `timeout`: seconds a call to a tool server may take (`AP_TOOL_TIMEOUT`);
-    - `max_offered`: at most this many tools are offered to a model in one answer.
+    - `max_offered`: at most this many tools are offered to a model in one answer;
+    - `approval_ttl`: seconds a call waits for a member's approval before it counts as denied
+      (`AP_TOOL_APPROVAL_TTL`).
     """
 
     secrets_key: str | None = field(default=None, repr=False)
     allowed_hosts: tuple[str, ...] = ()
     timeout: float = DEFAULT_TOOL_TIMEOUT
     max_offered: int = DEFAULT_MAX_OFFERED
+    approval_ttl: float = DEFAULT_APPROVAL_TTL
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str], problems: list[str]) -> ToolSettings:
@@ -53,6 +57,9 @@ class ToolSettings:
             allowed_hosts=_hosts(env.text("AP_TOOL_ALLOWED_HOSTS") or "", problems),
             timeout=env.number("AP_TOOL_TIMEOUT", DEFAULT_TOOL_TIMEOUT, 0.1, 600.0),
             max_offered=env.integer("AP_TOOL_MAX_OFFERED", DEFAULT_MAX_OFFERED, 1, 128),
+            approval_ttl=env.number(
+                "AP_TOOL_APPROVAL_TTL", DEFAULT_APPROVAL_TTL, 60.0, 30 * 86_400.0
+            ),
         )
 
 

@@ -265,6 +265,57 @@ class FakeConversations:
         self.runs[run.id] = run
         return run
 
+    async def resume_run(
+        self,
+        org_id: str,
+        thread_id: str,
+        *,
+        run_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+    ) -> ChatRun | None:
+        conversation = self._own(org_id, thread_id)
+        message_id = _canonical(message_id)
+        found = [
+            i
+            for i, m in enumerate(self.message_rows)
+            if m.id == message_id and conversation is not None
+            and m.thread_id == conversation.thread_id and m.role == "assistant"
+        ]  # fmt: skip
+        if conversation is None or not found:
+            return None
+        message = self.message_rows[found[0]]
+        self.message_rows[found[0]] = dataclasses.replace(message, parts=copy.deepcopy(parts))
+        self.message_status[message_id] = StreamStatus.IN_PROGRESS.value
+        now = self._tick()
+        self._touch(conversation, stream_status=StreamStatus.IN_PROGRESS, updated_at=now)
+        run = ChatRun(
+            id=_canonical(run_id),
+            org_id=org_id,
+            thread_id=conversation.thread_id,
+            message_id=message_id,
+            status=StreamStatus.IN_PROGRESS,
+            created_at=now,
+        )
+        self.runs[run.id] = run
+        return run
+
+    async def set_message_parts(
+        self,
+        org_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        status: StreamStatus | None = None,
+    ) -> bool:
+        for i, message in enumerate(self.message_rows):
+            own = self._own(org_id, message.thread_id)
+            if message.id == _canonical(message_id) and own is not None:
+                self.message_rows[i] = dataclasses.replace(message, parts=copy.deepcopy(parts))
+                if status is not None:
+                    self.message_status[message.id] = status.value
+                return True
+        return False
+
     def _runs_of(self, org_id: str, thread_id: str) -> list[ChatRun]:
         conversation = self._own(org_id, thread_id)
         if conversation is None:

@@ -22,7 +22,9 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from tests.http.chat_support import settled, start_polled, user_message
+from application.ports.chat_model import Finished, ToolCall, ToolCallRequested
+from tests.fakes.chat import ScriptedChatModel
+from tests.http.chat_support import Holder, settled, start_polled, user_message
 from tests.http.helpers import association, put_upload
 
 MARK = "bmarkzq"  # in every name and text of organization B, never in A's
@@ -54,7 +56,12 @@ async def ok(response: Any, status: int = 200) -> Any:
 
 
 async def build_org(
-    client: AsyncTestClient, idp: Any, worker: Callable[[], Any], org: str, mark: str
+    client: AsyncTestClient,
+    idp: Any,
+    worker: Callable[[], Any],
+    org: str,
+    mark: str,
+    holder: Holder | None = None,
 ) -> Org:
     """Every kind of resource the API knows, created through the API as `org`'s admin."""
     admin, member = f"user_{mark}admin", f"user_{mark}member"
@@ -138,6 +145,7 @@ async def build_org(
                     "url": f"http://127.0.0.1:9/{mark}",
                     "description": f"{mark} tools",
                     "headers": {"Authorization": f"Bearer {mark}-secret"},
+                    "requireApproval": "always",
                 },
                 headers=h,
             ),
@@ -213,6 +221,7 @@ async def build_org(
     run_thread = next(
         r["threadId"] for r in await list_runs(client, h, task["id"]) if r["threadId"]
     )
+    paused, approval = await paused_answer(client, o, holder or Holder(), tool_server)
     o.ids = {
         "kb": [kb["id"]],
         "file": [file["fileId"]],
@@ -222,7 +231,8 @@ async def build_org(
         "tag": [tag["id"]],
         "skill": [skill["id"], gone["id"]],
         "skillpath": [skill_path],
-        "thread": [thread, thread2, run_thread],
+        "thread": [thread, thread2, run_thread, paused],
+        "approval": [approval],
         "task": [task["id"]],
         "toolserver": [tool_server["id"]],
         "run": [r["id"] for r in runs],
@@ -231,6 +241,30 @@ async def build_org(
         "cursor": await cursors(client, h, task["id"]),
     }
     return o
+
+
+async def paused_answer(
+    client: AsyncTestClient, o: Org, holder: Holder, tool_server: dict[str, Any]
+) -> tuple[str, str]:
+    """A conversation whose answer waits for approval of a call of the server's first tool (an
+    agent of its own; the model scripted to call it): the thread and the approval's id."""
+    grant = [{"toolServerId": tool_server["id"], "names": None}]
+    body = {"name": "Caller", "model": "openai:scripted", "tools": grant}
+    agent = (await ok(await client.post("/agents", json=body, headers=o.headers), 201))["agent"]
+    name = f"{tool_server['name']}__{tool_server['tools'][0]['name']}"
+    call = ToolCallRequested(ToolCall(id="c1", name=name, arguments={}))
+    holder.model = ScriptedChatModel([call, Finished("tool_calls")], supports_tools=True)
+    sent = await client.post(
+        "/chat",
+        json={"agentId": agent["id"], "messages": user_message("call it")},
+        headers={**o.headers, "X-Stream-Response": "false"},
+    )
+    thread = str((await ok(sent, 202))["threadId"])
+    stored = await settled(client, o, thread)
+    holder.model = ScriptedChatModel()
+    assert stored["streamStatus"] == "awaiting_approval", stored
+    parts = stored["messages"][-1]["parts"]
+    return thread, next(p["approvalId"] for p in parts if p["type"] == "tool-approval-request")
 
 
 async def list_runs(client: AsyncTestClient, headers: dict[str, str], task_id: int) -> list[Any]:
@@ -396,7 +430,7 @@ KINDS = {
     "defaultAgentId": "agent", "tagId": "tag", "tagIds": "tag", "skillId": "skill",
     "skillIds": "skill", "threadId": "thread", "thread_id": "thread", "taskId": "task",
     "userId": "user", "userIds": "user", "invitationIds": "invitation", "cursor": "cursor",
-    "toolServerId": "toolserver",
+    "toolServerId": "toolserver", "approvalId": "approval",
 }  # fmt: skip
 # Names that look like identifiers but name nothing the service keeps for an organization.
 NOT_IDS = {

@@ -18,6 +18,7 @@ from litestar.testing import AsyncTestClient
 from sqlalchemy import text
 
 from adapters.postgres.database import org_connection
+from domain.tool_servers import ToolDefinition
 from entrypoints.http.app import create_app
 from tests.conftest import TABLES
 from tests.fakes import FakeEmbedderRegistry
@@ -58,6 +59,9 @@ PUBLIC = {
     ("PUT", "/storage/{key}"): "an upload receipt: the signature in the address binds the key",
 }
 
+# Every organization's tool server offers this tool; a call of it waits for approval.
+PROBE_TOOL = ToolDefinition(name="probe", description="A probe", input_schema={"type": "object"})
+
 # Identifiers that never existed anywhere: what B's are compared with.
 MISSING_UUID = "00000000-0000-4000-8000-000000000000"
 MISSING = {
@@ -67,7 +71,7 @@ MISSING = {
     "thread": MISSING_UUID, "user": "user_nobody0", "invitation": "inv_nobody0",
     "filekey": f"orgs/org_nobody/files/{MISSING_UUID}/probe.md",
     "contentkey": f"orgs/org_nobody/files/{MISSING_UUID}/content.md",
-    "skillpath": "references/nobody.md",
+    "skillpath": "references/nobody.md", "approval": MISSING_UUID,
 }  # fmt: skip
 REFUSED = {403, 404}
 # (method, path, field) whose foreign id is answered otherwise than 403/404, and why: a rule of
@@ -160,9 +164,11 @@ async def world(settings, database, idp, owner_engine) -> AsyncIterator[World]:
         ToolConnectorOverride(connector),
     )
     async with AsyncTestClient(app=app) as client:
-        a = await build_org(client, idp, worker, "org_aprobe", "aprobe")
+        for mark in ("aprobe", MARK):
+            connector.tools[f"http://127.0.0.1:9/{mark}"] = [PROBE_TOOL]
+        a = await build_org(client, idp, worker, "org_aprobe", "aprobe", holder)
         await move_sequences(owner_engine, B_IDS_FROM)
-        b = await build_org(client, idp, worker, f"org_{MARK}", MARK)
+        b = await build_org(client, idp, worker, f"org_{MARK}", MARK, holder)
         await move_sequences(owner_engine, None)
         doc = (await client.get("/schema/openapi.json")).json()
         tokens = await db_tokens(owner_engine, b.org) | {b.org}

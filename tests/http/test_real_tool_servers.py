@@ -183,3 +183,111 @@ async def test_a_slow_tool_times_out_and_a_vanished_server_fails_the_call_only(
     texts = "".join(c["delta"] for c in chunks if c["type"] == "text-delta")
     assert texts == "Sorry."
     assert (await settled(app, alice, thread_id))["streamStatus"] == "completed"
+
+
+async def paused_answer(client, who, holder, mcp_server) -> tuple[list[Any], str, dict]:
+    """An answer whose call of `kit__echo` (approval required) paused it, checked by the
+    `ai` package's parser; the chunks, the thread and the message the parser assembled."""
+    server = await register(client, who, "kit", "mcp", f"{mcp_server.url}/mcp")
+    response = await client.patch(
+        "/tools",
+        json={"toolServerId": server["id"], "requireApproval": ["echo"]},
+        headers=who.headers,
+    )
+    assert response.status_code == 200, response.text
+    agent = await make_agent(client, who, tools=[{"toolServerId": server["id"], "names": None}])
+    # The continuation's model call waits a moment, so that its stream can be followed live.
+    holder.model = ScriptedChatModel(
+        call("c1", "kit__echo", text="hello"), [1.0, *text_script("Sent.")], supports_tools=True
+    )
+    response = await client.post(
+        "/chat", json={"agentId": agent["id"], "messages": ask()}, headers=who.headers
+    )
+    assert response.status_code == 200, response.text
+    parsed = run_ai_sdk_parser(response.content)
+    assert_accepted(parsed)
+    chunks = [c for c in events(response.content) if isinstance(c, dict)]
+    return chunks, response.headers["x-thread-id"], parsed["message"]
+
+
+async def decide(client, who, thread_id: str, **body: Any):
+    return await client.post(f"/chat/{thread_id}/approvals", json=body, headers=who.headers)
+
+
+async def test_a_call_needing_approval_waits_for_it_and_continues_in_the_same_message(
+    app, alice, member, holder, mcp_server
+):
+    chunks, thread_id, message = await paused_answer(app, alice, holder, mcp_server)
+    request = next(c for c in chunks if c["type"] == "tool-approval-request")
+    assert request["toolCallId"] == "c1"
+    assert [c["type"] for c in chunks[-3:]] == ["tool-approval-request", "finish-step", "finish"]
+    (part,) = [p for p in message["parts"] if p.get("toolCallId") == "c1"]
+    assert part["state"] == "approval-requested"
+    paused = await settled(app, alice, thread_id)
+    assert paused["streamStatus"] == "awaiting_approval"
+    stored = paused["messages"][-1]["parts"]
+    assert [p["type"] for p in stored] == ["tool-invocation", "tool-approval-request"]
+
+    approval = request["approvalId"]
+    carol = member("org_a", "user_carol")
+    for who, body, status in [
+        (carol, {"approvalId": approval, "approved": True}, 404),
+        (alice, {"approvalId": "00000000-0000-4000-8000-000000000000", "approved": True}, 404),
+        (alice, {"approvalId": approval}, 400),
+        (alice, {"approvalId": approval, "approved": "yes"}, 400),
+    ]:
+        response = await decide(app, who, thread_id, **body)
+        assert response.status_code == status, response.text
+    response = await decide(app, alice, thread_id, approvalId=approval, approved=True)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"success": True, "threadId": thread_id}
+    again = await decide(app, alice, thread_id, approvalId=approval, approved=False)
+    assert again.status_code == 409, again.text
+
+    followed = await app.get(f"/chat/{thread_id}/stream", headers=alice.headers)
+    assert followed.status_code == 200, followed.text
+    parsed = run_ai_sdk_parser(followed.content, message=message)
+    assert_accepted(parsed)
+    resumed = [c for c in events(followed.content) if isinstance(c, dict)]
+    assert resumed[0] == {"type": "start", "messageId": message["id"]}
+    assert resumed[1] == {
+        "type": "tool-approval-response",
+        "approvalId": approval,
+        "approved": True,
+    }
+    assert resumed[2]["type"] == "tool-output-available"
+    assert resumed[2]["output"]["content"] == [{"type": "text", "text": "hello"}]
+    (part,) = [p for p in parsed["message"]["parts"] if p.get("toolCallId") == "c1"]
+    assert part["state"] == "output-available"
+    assert parsed["message"]["parts"][-1] == {"type": "text", "text": "Sent.", "state": "done"}
+
+    done = await settled(app, alice, thread_id)
+    assert done["streamStatus"] == "completed" and len(done["messages"]) == 2
+    kinds = [p["type"] for p in done["messages"][-1]["parts"]]
+    assert kinds == [
+        "tool-invocation", "tool-approval-request", "tool-approval-response", "tool-result", "text"
+    ]  # fmt: skip
+    audit = await app.get("/admin/audit-log", headers=alice.headers)
+    actions = [entry["action"] for entry in audit.json()["entries"]]
+    assert "tool.approved" in actions and "tool.called" in actions
+
+
+async def test_a_denied_call_is_not_made_and_the_answer_says_so(app, alice, holder, mcp_server):
+    chunks, thread_id, message = await paused_answer(app, alice, holder, mcp_server)
+    approval = next(c for c in chunks if c["type"] == "tool-approval-request")["approvalId"]
+    response = await decide(
+        app, alice, thread_id, approvalId=approval, approved=False, reason="Not now"
+    )
+    assert response.status_code == 200, response.text
+    followed = await app.get(f"/chat/{thread_id}/stream", headers=alice.headers)
+    parsed = run_ai_sdk_parser(followed.content, message=message)
+    assert_accepted(parsed)
+    resumed = [c for c in events(followed.content) if isinstance(c, dict)]
+    assert resumed[2] == {"type": "tool-output-denied", "toolCallId": "c1"}
+    (part,) = [p for p in parsed["message"]["parts"] if p.get("toolCallId") == "c1"]
+    assert part["state"] == "output-denied"
+    done = await settled(app, alice, thread_id)
+    denied = next(p for p in done["messages"][-1]["parts"] if p["type"] == "tool-result")
+    assert denied["denied"] is True and "Not now" in denied["result"]
+    tool_turn = holder.model.requests[-1].turns[-1]
+    assert tool_turn.role == "tool" and "did not approve" in tool_turn.content

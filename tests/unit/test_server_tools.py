@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
+from application.ports.agent_tool import ToolApprovalRequired, ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_model import ToolCall
 from application.ports.tool_connector import ToolEndpoint, ToolOutput, ToolServerUnreachable
 from application.tools.find_tools import FIND_TOOLS
@@ -367,11 +367,15 @@ async def test_a_server_deleted_or_disabled_since_the_offer_is_no_longer_availab
     assert world.connector.calls == []
 
 
-async def test_a_tool_needing_approval_is_not_called():
+async def test_a_tool_needing_approval_waits_for_it_and_runs_once_approved():
     world, the_agent = a_call_world(require_approval=("find_contact",))
-    with pytest.raises(ToolFailed, match="approval"):
+    with pytest.raises(ToolApprovalRequired):
         await call(world, the_agent)
-    assert world.connector.calls == []
+    assert world.connector.calls == [] and world.audit.of("org_a") == []
+    (offer,) = await offers(world, the_agent)
+    context = ToolContext(caller=CALLER, agent=the_agent, thread_id="t", approved=True)
+    await offer.execute({"name": "Ada"}, context)
+    assert len(world.connector.calls) == 1 and len(world.audit.of("org_a")) == 1
 
 
 async def test_a_long_text_result_is_cut_with_a_note():

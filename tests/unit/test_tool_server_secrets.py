@@ -78,12 +78,13 @@ def test_tool_settings_defaults_and_values():
             "AP_TOOL_ALLOWED_HOSTS": "127.0.0.1, Tools.Internal ,10.0.0.0/8,[::1]",
             "AP_TOOL_TIMEOUT": "5",
             "AP_TOOL_MAX_OFFERED": "8",
+            "AP_TOOL_APPROVAL_TTL": "3600",
         },
         problems,
     )
     assert problems == []
     assert settings.allowed_hosts == ("127.0.0.1", "tools.internal", "10.0.0.0/8", "::1")
-    assert (settings.timeout, settings.max_offered) == (5.0, 8)
+    assert (settings.timeout, settings.max_offered, settings.approval_ttl) == (5.0, 8, 3600.0)
     assert NEW not in repr(settings)
 
 
@@ -95,6 +96,7 @@ def test_tool_settings_defaults_and_values():
         ("AP_TOOL_ALLOWED_HOSTS", "10.0.0.0/99", "AP_TOOL_ALLOWED_HOSTS"),
         ("AP_TOOL_TIMEOUT", "0", "AP_TOOL_TIMEOUT"),
         ("AP_TOOL_MAX_OFFERED", "2.5", "AP_TOOL_MAX_OFFERED"),
+        ("AP_TOOL_APPROVAL_TTL", "5", "AP_TOOL_APPROVAL_TTL"),
     ],
 )
 def test_bad_tool_settings_are_named_at_start(name, value, problem):

@@ -126,6 +126,29 @@ START_RUN = f"""
         clock_timestamp()
     FROM message
     RETURNING {RUN_COLUMNS}"""
+# $3 the run, $4 the assistant message it continues, $5 the message's parts.
+RESUME_RUN = f"""
+    WITH thread AS (
+        UPDATE conversations SET stream_status = '{IN_PROGRESS}', updated_at = now()
+        WHERE org_id = $1 AND thread_id = $2 RETURNING thread_id
+    ), message AS (
+        UPDATE chat_messages m SET parts = $5, status = '{IN_PROGRESS}', error = NULL,
+            updated_at = now()
+        FROM thread
+        WHERE m.org_id = $1 AND m.id = $4 AND m.thread_id = thread.thread_id
+          AND m.role = 'assistant'
+        RETURNING m.id, m.thread_id
+    )
+    INSERT INTO chat_runs AS r (id, org_id, thread_id, message_id, status, created_at,
+        heartbeat_at)
+    SELECT $3, $1, message.thread_id, message.id, '{IN_PROGRESS}', clock_timestamp(),
+        clock_timestamp()
+    FROM message
+    RETURNING {RUN_COLUMNS}"""
+SET_MESSAGE_PARTS = """
+    UPDATE chat_messages SET parts = $3, status = coalesce($4, status), updated_at = now()
+    WHERE org_id = $1 AND id = $2
+    RETURNING id"""
 RUNNING_RUN = f"""
     SELECT {RUN_COLUMNS} FROM chat_runs r
     WHERE r.org_id = $1 AND r.thread_id = $2 AND r.status = '{IN_PROGRESS}'
@@ -282,6 +305,32 @@ class PgConversationRepository:
         if not rows:
             raise NotFound(CONVERSATION_NOT_FOUND)
         return _run(rows[0])
+
+    async def resume_run(
+        self,
+        org_id: str,
+        thread_id: str,
+        *,
+        run_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+    ) -> ChatRun | None:
+        rows = await self._db.fetch_in_transaction(
+            RESUME_RUN, org_id, _uuid(thread_id), _uuid(run_id), _uuid(message_id), parts
+        )
+        return _run(rows[0]) if rows else None
+
+    async def set_message_parts(
+        self,
+        org_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        status: StreamStatus | None = None,
+    ) -> bool:
+        rows = await self._db.fetch_in_transaction(
+            SET_MESSAGE_PARTS, org_id, _uuid(message_id), parts, status and status.value
+        )
+        return bool(rows)
 
     async def running_run(self, org_id: str, thread_id: str) -> ChatRun | None:
         rows = await self._db.fetch(RUNNING_RUN, org_id, _uuid(thread_id))

@@ -1,18 +1,30 @@
 from __future__ import annotations
 
 import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from application.agent.progress import Progress
-from application.ports.agent_tool import ToolContext, ToolFailed
+from application.ports.agent_tool import ToolApprovalRequired, ToolContext, ToolFailed
 from application.ports.chat_model import ChatTurn, ToolCall
 from application.tools.registry import Toolbox
 from domain import chat_stream
 from domain.agents import Agent
 from domain.identity import Caller
+from domain.tool_approvals import approval_request_part
 
 TOOL_RESULT_CHARS = 32_000
 DATA_URL_KEPT = 256
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalTerms:
+    """When an approval asked for now expires, and the step of the answer that asks."""
+
+    expires_at: datetime
+    step: int
 
 
 async def run_tool_call(
@@ -23,14 +35,14 @@ async def run_tool_call(
     progress: Progress,
     *,
     thread_id: str | None = None,
-) -> ChatTurn:
+    approval: ApprovalTerms | None = None,
+) -> ChatTurn | None:
     """Run one call the model asked for and answer it with a `tool` turn.
 
-    The call streams as `tool-input-start`, `tool-input-available`, then
-    `tool-output-available` followed by the sources it drew on, or `tool-output-error` when the
-    tool refused it; both the call and its result are stored as parts. The model gets the
-    result as JSON (at most `TOOL_RESULT_CHARS`, a long data URL as a note) or the refusal's
-    message.
+    The call streams as `tool-input-start`, `tool-input-available`, then (`make_call`)
+    its result; both the call and its result are stored as parts. A call that waits for a
+    member's approval (`approval` gives its id's expiry and the answer's step) streams
+    `tool-approval-request` instead, is stored with the request, and has no turn yet (None).
     """
     progress.emit(chat_stream.tool_input_start(call.id, call.name))
     progress.emit(chat_stream.tool_input_available(call.id, call.name, call.arguments))
@@ -43,6 +55,25 @@ async def run_tool_call(
         }
     )
     context = ToolContext(caller=caller, agent=agent, thread_id=thread_id)
+    try:
+        return await make_call(toolbox, call, context, progress)
+    except ToolApprovalRequired:
+        terms = approval or ApprovalTerms(expires_at=datetime.now(UTC), step=0)
+        approval_id = str(uuid.uuid4())
+        progress.emit(chat_stream.tool_approval_request(approval_id, call.id))
+        progress.parts.append(
+            approval_request_part(call.id, approval_id, terms.expires_at, terms.step)
+        )
+        return None
+
+
+async def make_call(
+    toolbox: Toolbox, call: ToolCall, context: ToolContext, progress: Progress
+) -> ChatTurn:
+    """Make the call and stream its result: `tool-output-available` followed by the sources it
+    drew on, or `tool-output-error` when the tool refused it. The model gets the result as JSON
+    (at most `TOOL_RESULT_CHARS`, a long data URL as a note) or the refusal's message.
+    `ToolApprovalRequired` passes through, with nothing streamed."""
     try:
         output = await toolbox.execute(call, context)
     except ToolFailed as failure:
@@ -62,11 +93,12 @@ async def run_tool_call(
         {"type": "tool-result", "toolCallId": call.id, "toolName": call.name, "result": output}
     )
     progress.cite(context.sources)
-    return ChatTurn(
-        role="tool",
-        tool_call_id=call.id,
-        content=json.dumps(_for_model(output), ensure_ascii=False)[:TOOL_RESULT_CHARS],
-    )
+    return ChatTurn(role="tool", tool_call_id=call.id, content=result_for_model(output))
+
+
+def result_for_model(output: Any) -> str:
+    """A tool's result as the model reads it."""
+    return json.dumps(_for_model(output), ensure_ascii=False)[:TOOL_RESULT_CHARS]
 
 
 def _for_model(value: Any) -> Any:

@@ -19,6 +19,11 @@ class ToolFailed(Exception):
         self.message = message
 
 
+class ToolApprovalRequired(Exception):
+    """The call waits for a member's approval (its server's `requireApproval` names it) and was
+    not made; the answer asks for the decision and pauses."""
+
+
 @dataclass(slots=True, kw_only=True)
 class ToolContext:
     """The answer a tool call serves: who asked, which agent answers and in which conversation
@@ -26,11 +31,13 @@ class ToolContext:
     with `cite`; they become the answer's sources (`source-document` chunks) once the call's
     result is out, unless the call fails. A tool that finds other tools reports their names
     with `reveal`; once its call succeeds, those of the answer's offers that were not listed
-    are offered to the model's next steps."""
+    are offered to the model's next steps. `approved`: the member approved this very call, so a
+    tool that needs approval makes it instead of raising `ToolApprovalRequired`."""
 
     caller: Caller
     agent: Agent
     thread_id: str | None = None
+    approved: bool = False
     sources: list[SearchResult] = field(default_factory=list)
     revealed: list[str] = field(default_factory=list)
 
@@ -44,7 +51,8 @@ class ToolContext:
 ToolExecutor = Callable[[dict[str, Any], ToolContext], Awaitable[Any]]
 """Runs one call: the model's parsed arguments and the answer's context in, the result out (any
 JSON-serialisable value, shown to the member as is). Raises `ToolFailed` for a call it
-refuses (bad arguments, nothing by that name); any other exception fails the whole answer."""
+refuses (bad arguments, nothing by that name) and `ToolApprovalRequired` for one that waits for
+a member's approval; any other exception fails the whole answer."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

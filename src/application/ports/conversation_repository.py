@@ -8,6 +8,7 @@ from domain.conversations import (
     ConversationCursor,
     NewConversation,
     StoredMessage,
+    StreamStatus,
 )
 
 
@@ -97,6 +98,32 @@ class ConversationRepository(Protocol):
     ) -> ChatRun:
         """Record a new assistant response: an empty assistant message `message_id`, a run in
         progress, and the conversation's stream status `in_progress`."""
+        ...
+
+    async def resume_run(
+        self,
+        org_id: str,
+        thread_id: str,
+        *,
+        run_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+    ) -> ChatRun | None:
+        """Record the continuation of the assistant message `message_id` (an answer paused for
+        approvals): its parts replaced by `parts`, a new run in progress producing it, and the
+        message's and conversation's status `in_progress`. None when the message is not one of
+        the conversation's."""
+        ...
+
+    async def set_message_parts(
+        self,
+        org_id: str,
+        message_id: str,
+        parts: list[dict[str, Any]],
+        status: StreamStatus | None = None,
+    ) -> bool:
+        """Replace the parts of a message (an approval's decision recorded) and, when given, its
+        status; False if missing."""
         ...
 
     async def running_run(self, org_id: str, thread_id: str) -> ChatRun | None:

@@ -13,7 +13,12 @@ from functools import partial
 from typing import Any, Literal
 
 from application.agent.tool_calls import TOOL_RESULT_CHARS
-from application.ports.agent_tool import ToolContext, ToolFailed, ToolOffer
+from application.ports.agent_tool import (
+    ToolApprovalRequired,
+    ToolContext,
+    ToolFailed,
+    ToolOffer,
+)
 from application.ports.audit_log import AuditLog
 from application.ports.chat_model import ToolSpec
 from application.ports.secret_box import SecretBox
@@ -50,12 +55,9 @@ NO_LONGER_AVAILABLE = "The tool server is no longer available."
 HEADERS_UNREADABLE = (
     "The tool server's header values cannot be read; an administrator must set them again."
 )
-APPROVAL_UNAVAILABLE = (
-    "This tool needs a member's approval before each call, which this answer cannot ask for."
-)
 EMPTY_ERROR = "The tool reported an error without a message."
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
-Outcome = Literal["ok", "tool_error", "unreachable", "unavailable", "approval_required", "failed"]
+Outcome = Literal["ok", "tool_error", "unreachable", "unavailable", "failed"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -112,8 +114,10 @@ class ServerTools:
     The servers are read once per answer (enabled ones only). An agent allowed more tools than
     `max_offered` is offered `find_tools` instead, the tools themselves unlisted until it
     finds them (a call by exact name runs all the same). A call reads the server again (one
-    deleted or disabled since is refused) and its header values, decrypted for that call only
-    so that a change applies to the next call, and goes through the `ToolConnector`; an
+    deleted or disabled since is refused); a call of a tool the server's `requireApproval`
+    names raises `ToolApprovalRequired` unless the member approved it. The server's header
+    values are decrypted for that call only, so that a change applies to the next call, and the
+    call goes through the `ToolConnector`; an
     unreachable server or a tool's error is a `ToolFailed` the answer goes on after. Every call
     is written to the audit log (`tool.called`: server, tool, agent, thread, duration,
     outcome; never the arguments).
@@ -154,7 +158,7 @@ class ServerTools:
         self, allowed: AllowedTool, arguments: dict[str, Any], context: ToolContext
     ) -> Any:
         started = time.monotonic()
-        outcome: Outcome = "failed"
+        outcome: Outcome | None = "failed"
         try:
             output = await self._run(allowed, arguments, context)
             outcome = "ok"
@@ -162,8 +166,12 @@ class ServerTools:
         except _Refused as refused:
             outcome = refused.outcome
             raise ToolFailed(refused.message) from None
+        except ToolApprovalRequired:
+            outcome = None
+            raise
         finally:
-            await self._record(allowed, context, outcome, time.monotonic() - started)
+            if outcome is not None:
+                await self._record(allowed, context, outcome, time.monotonic() - started)
 
     async def _run(
         self, allowed: AllowedTool, arguments: dict[str, Any], context: ToolContext
@@ -180,10 +188,8 @@ class ServerTools:
         if tool is None:
             message = f"The tool {allowed.tool.name!r} is no longer offered by its server."
             raise _Refused("unavailable", message)
-        # Where the approval flow plugs in: `server.needs_approval(tool.name)`. Until it
-        # exists, such a call is refused rather than made without the approval it needs.
-        if server.needs_approval(tool.name):
-            raise _Refused("approval_required", APPROVAL_UNAVAILABLE)
+        if server.needs_approval(tool.name) and not context.approved:
+            raise ToolApprovalRequired
         endpoint = ToolEndpoint(kind=server.kind, url=server.url, headers=self._headers(sealed))
         try:
             output = await self._connector.call(endpoint, tool, arguments)

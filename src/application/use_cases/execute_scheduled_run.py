@@ -18,6 +18,10 @@ from domain.spend import SpendCapReached
 # A reader of an answer whose producer has been silent this long fails it (as chat readers do).
 STALE_AFTER = 30.0
 NO_ANSWER = "The agent's answer did not finish."
+AWAITING_APPROVAL = (
+    "The agent's answer waits for approval of a tool call; its conversation's member can "
+    "approve or deny it there."
+)
 GAVE_UP = "The run was cut short several times (its worker stopped) and was given up."
 
 
@@ -109,8 +113,9 @@ class FinishScheduledRun:
     """Record how a running run of a scheduled task ended, once its answer has.
 
     Rules: `succeeded` when the conversation's answer completed, `failed` with the answer's
-    error otherwise; an answer whose producer has given no sign of life for 30 s is failed as
-    stalled first (as any reader does). Returns None while the answer is still under way.
+    error otherwise (or, for an answer that paused for a tool call's approval, saying so, since
+    no one is there to decide); an answer whose producer has given no sign of life for 30 s is
+    failed as stalled first (as any reader does). Returns None while the answer is still under way.
     """
 
     def __init__(
@@ -145,6 +150,8 @@ class FinishScheduledRun:
             return None
         if state is not None and state.status is StreamStatus.COMPLETED:
             return await end_run(self._tasks, self._uow, self._clock, run, None)
+        if state is not None and state.status is StreamStatus.AWAITING_APPROVAL:
+            return await end_run(self._tasks, self._uow, self._clock, run, AWAITING_APPROVAL)
         error = (state.error if state is not None else None) or NO_ANSWER
         return await end_run(self._tasks, self._uow, self._clock, run, error)
 

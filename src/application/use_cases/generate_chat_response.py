@@ -2,17 +2,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import json
 import logging
 import time
 from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 
+from application.agent.approvals import decide_calls, message_turns
 from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
 from application.agent.prompt import latest_user_text, prompt_turns, search_passages
-from application.agent.tool_calls import run_tool_call
+from application.agent.tool_calls import ApprovalTerms, run_tool_call
 from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
 from application.ports.background_tasks import CANCEL_REQUESTED
 from application.ports.chat_model import (
@@ -31,6 +34,7 @@ from application.ports.chat_model import (
 )
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreamWriter
+from application.ports.clock import Clock
 from application.ports.embedder import EmbeddingFailed
 from application.ports.knowledge_search import KnowledgeSearch
 from application.tools.registry import Toolbox, ToolRegistry
@@ -39,6 +43,7 @@ from domain.agents import Agent
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
 from domain.spend import SpendCapReached, estimated_tokens
+from domain.tool_approvals import DEFAULT_APPROVAL_TTL
 from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
@@ -61,6 +66,9 @@ class GenerateChatResponseCommand:
     agent: Agent
     history: list[StoredMessage]
     admission: Reservation | None = None
+    resume: StoredMessage | None = None
+    """The answer (message `message_id`) paused for approvals, its decisions in its parts:
+    this run makes or denies the decided calls and goes on from there."""
 
 
 class _CancelRequested(Exception):
@@ -80,6 +88,11 @@ class GenerateChatResponse:
     offered to at most five model calls; a model still asking for them then answers without.
     A model that takes no tools gets instead, in its instructions, the agent's skills that best
     match the member's message (`InlineSkills`).
+    A call of a tool that needs approval is not made: the step's other calls are, then the
+    answer ends `awaiting_approval` with a `tool-approval-request` per such call (each expiring
+    after `approval_ttl` seconds). Once the member has decided, the answer continues in a new
+    run of the same message (`resume`): the decisions stream first, then the approved calls'
+    results and the denied calls' `tool-output-denied`, and the model goes on at the next step.
     Every model call reserves its worst case against the spend caps before it starts (the
     first one uses `admission`, reserved when the message was accepted, resized to the real
     prompt) and settles to its tokens and cost in the usage ledger once the answer ends; a
@@ -97,6 +110,9 @@ class GenerateChatResponse:
         inline_skills: InlineSkills,
         meter: SpendMeter,
         max_output_tokens: int = DEFAULT_MAX_OUTPUT_TOKENS,
+        *,
+        approval_ttl: float = DEFAULT_APPROVAL_TTL,
+        clock: Clock | None = None,
     ) -> None:
         self._models = models
         self._runs = runs
@@ -106,15 +122,25 @@ class GenerateChatResponse:
         self._meter = meter
         self.max_output_tokens = max_output_tokens
         """The output limit of each model call of an answer."""
+        self._approval_ttl = timedelta(seconds=approval_ttl)
+        self._clock = clock
 
     async def execute(self, command: GenerateChatResponseCommand, writer: ChatStreamWriter) -> None:
         progress = Progress(writer)
+        if command.resume is not None:
+            progress.parts = copy.deepcopy(command.resume.parts)
+            progress.cited = {
+                str(part.get("sourceId"))
+                for part in progress.parts
+                if part.get("type") == "source-document"
+            }
         heartbeat = asyncio.create_task(self._heartbeat(command, progress, asyncio.current_task()))
         status = StreamStatus.COMPLETED
         error: str | None = None
         try:
             progress.emit(chat_stream.start(command.message_id))
-            await self._answer(command, progress)
+            if await self._answer(command, progress):
+                status = StreamStatus.AWAITING_APPROVAL
             progress.emit(chat_stream.finish())
         except (_CancelRequested, asyncio.CancelledError) as stop:
             progress.end_text()
@@ -231,10 +257,11 @@ class GenerateChatResponse:
         if time.monotonic() - progress.last_flush >= FLUSH_INTERVAL:
             await self._flush(command, progress)
 
-    async def _answer(self, command: GenerateChatResponseCommand, progress: Progress) -> None:
-        caller, agent = command.caller, command.agent
+    async def _answer(self, command: GenerateChatResponseCommand, progress: Progress) -> bool:
+        """The answer's steps; True when it paused for approvals."""
+        caller, agent, history = command.caller, command.agent, command.history
         model = self._models.get(agent.model)
-        passages = await search_passages(self._search, caller, agent, command.history)
+        passages = await search_passages(self._search, caller, agent, history)
         toolbox = Toolbox()
         if model.info.supports_tools:
             toolbox = await self._tools.offer(caller, agent)
@@ -243,8 +270,15 @@ class GenerateChatResponse:
             message = latest_user_text(command.history)
             skills = await self._inline_skills.instructions(caller, agent, message)
             sections = [skills] if skills else []
-        turns = prompt_turns(agent, command.history, passages, sections)
-        for step in range(MAX_STEPS):
+        first = 0
+        if command.resume is not None:
+            first = await decide_calls(
+                toolbox, caller, agent, progress, thread_id=command.thread_id
+            )
+            history = [message for message in history if message.id != command.resume.id]
+        turns = prompt_turns(agent, history, passages, sections)
+        turns.extend(message_turns(progress.parts))
+        for step in range(first, MAX_STEPS):
             progress.emit(chat_stream.start_step())
             calls, text = await self._call(command, progress, model, turns, toolbox.specs)
             progress.end_text()
@@ -252,21 +286,32 @@ class GenerateChatResponse:
                 progress.cite(passages)
             if not calls:
                 progress.emit(chat_stream.finish_step())
-                return
+                return False
             turns.append(ChatTurn(role="assistant", content=text, tool_calls=tuple(calls)))
+            terms = ApprovalTerms(expires_at=self._now() + self._approval_ttl, step=step)
+            paused = False
             for call in calls:
-                turns.append(
-                    await run_tool_call(
-                        toolbox, call, caller, agent, progress, thread_id=command.thread_id
-                    )
-                )
+                turn = await run_tool_call(
+                    toolbox, call, caller, agent, progress,
+                    thread_id=command.thread_id, approval=terms,
+                )  # fmt: skip
+                if turn is None:
+                    paused = True
+                else:
+                    turns.append(turn)
             progress.emit(chat_stream.finish_step())
             await self._flush(command, progress)
+            if paused:
+                return True
         # The step budget is spent and the model still asked for tools: answer without them.
         progress.emit(chat_stream.start_step())
         await self._call(command, progress, model, turns, ())
         progress.end_text()
         progress.emit(chat_stream.finish_step())
+        return False
+
+    def _now(self) -> datetime:
+        return self._clock.now() if self._clock is not None else datetime.now(UTC)
 
     async def _call(
         self,

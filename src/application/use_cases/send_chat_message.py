@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import copy
 import uuid
 from dataclasses import dataclass
 
@@ -22,6 +23,7 @@ from domain.conversations import (
     TITLE_WITH_THREAD,
     UPSTREAM_INVALID,
     NewConversation,
+    StreamStatus,
     TitleSource,
     UserMessage,
     fallback_title,
@@ -32,6 +34,7 @@ from domain.conversations import (
 from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.ids import parse_uuid
+from domain.tool_approvals import set_aside
 from domain.usage import UsagePurpose
 
 RESPONSE_RUNNING = "A response is still being generated in this conversation"
@@ -101,7 +104,8 @@ class SendChatMessage:
     `threadId` a conversation is created (its id generated): a supplied `title` is kept, otherwise
     the fallback from the message is saved at once and a background job asks a model for a better
     one. With `threadId` the conversation must exist and be the caller's (404 otherwise), be with
-    the same agent and have no answer still running (409). `upstreamConversationId` is stored on
+    the same agent and have no answer still running (409); an answer waiting for approvals there
+    has its pending calls closed as not made (`set_aside`). `upstreamConversationId` is stored on
     creation. Before anything is stored, the answer's first model call is admitted against the
     organization's spend caps (`SpendCapReached` otherwise, nothing stored): it reserves the model's
     worst case (its whole context window in, its output limit out), which the answer resizes once
@@ -140,9 +144,9 @@ class SendChatMessage:
 
         created = thread_id is None
         thread_id = thread_id or str(uuid.uuid4())
-        # The answer's run id is known before its admission, which then names it: the reaper
-        # can tell from the run whether a reservation left behind still has a producer.
-        admission = await self._admit(caller, agent.model, thread_id, str(uuid.uuid4()))
+        admission = await admit_answer(
+            self._meter, self._models, self._generate, caller, agent.model, (thread_id, None)
+        )
         try:
             started = await self._start(
                 caller, agent, message, (thread_id, created), title, upstream, admission
@@ -151,24 +155,6 @@ class SendChatMessage:
             await self._meter.release(admission)
             raise
         return started
-
-    async def _admit(self, caller: Caller, model: str, thread_id: str, run_id: str) -> Reservation:
-        call = MeteredCall(
-            org_id=caller.org_id,
-            user_id=caller.user_id,
-            thread_id=thread_id,
-            purpose=UsagePurpose.CHAT,
-            model=model,
-            run_id=run_id,
-        )
-        try:
-            context = self._models.get(model).info.context_tokens
-        except ChatModelError:
-            # The answer will fail and say why; the admission still checks the caps.
-            context = 0
-        return await self._meter.reserve(
-            call, input_tokens=context, output_tokens=self._generate.max_output_tokens
-        )
 
     async def _start(
         self,
@@ -215,6 +201,8 @@ class SendChatMessage:
                 raise Invalid(OTHER_AGENT, [field_error("agentId", OTHER_AGENT)])
             if await self._conversations.running_run(caller.org_id, thread_id) is not None:
                 raise Conflict(RESPONSE_RUNNING)
+            if existing.stream_status is StreamStatus.AWAITING_APPROVAL:
+                await self._set_aside_approvals(caller.org_id, thread_id)
             await self._conversations.add_message(
                 caller.org_id,
                 thread_id,
@@ -228,7 +216,6 @@ class SendChatMessage:
             )
         await self._uow.commit()
 
-        writer = self._streams.open(run_id)
         generation = GenerateChatResponseCommand(
             caller=caller,
             thread_id=thread_id,
@@ -238,9 +225,70 @@ class SendChatMessage:
             history=history,
             admission=admission,
         )
-        self._tasks.spawn(
-            "chat-response", lambda: self._generate.execute(generation, writer), key=run_id
-        )
+        spawn_answer(self._streams, self._tasks, self._generate, generation)
         return ChatStarted(
             thread_id=thread_id, run_id=run_id, message_id=message_id, created=created
         )
+
+    async def _set_aside_approvals(self, org_id: str, thread_id: str) -> None:
+        """The member writes instead of deciding: the paused answer's pending calls are closed
+        as not made, so that the conversation reads consistently from here on."""
+        run = await self._conversations.latest_run(org_id, thread_id)
+        messages = await self._conversations.messages(org_id, thread_id)
+        paused = next((m for m in messages if run is not None and m.id == run.message_id), None)
+        if paused is None:
+            return
+        parts = copy.deepcopy(paused.parts)
+        if set_aside(parts):
+            await self._conversations.set_message_parts(
+                org_id, paused.id, parts, StreamStatus.COMPLETED
+            )
+
+
+async def admit_answer(
+    meter: SpendMeter,
+    models: ChatModelRegistry,
+    generate: GenerateChatResponse,
+    caller: Caller,
+    model: str,
+    thread: tuple[str, str | None],
+    text_offset: int = 0,
+) -> Reservation:
+    """Admit an answer's first model call in conversation `thread` (its id, and its run's id
+    or None for a new one) against the spend caps: reserve the model's worst case (its whole
+    context window in, its output limit out), which the answer resizes once its prompt is
+    built. The run id is known before the admission, which names it: the reaper can tell from
+    the run whether a reservation left behind still has a producer. `text_offset`: the text the
+    answer's message already holds (a continued answer), which the reaper does not charge."""
+    thread_id, run_id = thread
+    call = MeteredCall(
+        org_id=caller.org_id,
+        user_id=caller.user_id,
+        thread_id=thread_id,
+        purpose=UsagePurpose.CHAT,
+        model=model,
+        run_id=run_id or str(uuid.uuid4()),
+    )
+    try:
+        context = models.get(model).info.context_tokens
+    except ChatModelError:
+        # The answer will fail and say why; the admission still checks the caps.
+        context = 0
+    return await meter.reserve(
+        call,
+        input_tokens=context,
+        output_tokens=generate.max_output_tokens,
+        text_offset=text_offset,
+    )
+
+
+def spawn_answer(
+    streams: ChatStreams,
+    tasks: BackgroundTasks,
+    generate: GenerateChatResponse,
+    command: GenerateChatResponseCommand,
+) -> None:
+    """Start producing the answer in the background, independent of the request; its live
+    readers follow it through `streams`."""
+    writer = streams.open(command.run_id)
+    tasks.spawn("chat-response", lambda: generate.execute(command, writer), key=command.run_id)

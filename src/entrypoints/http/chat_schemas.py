@@ -18,6 +18,12 @@ from domain.conversations import (
     UPSTREAM_INVALID,
 )
 from domain.text import not_a_string
+from domain.tool_approvals import (
+    APPROVAL_ID_INVALID,
+    APPROVED_INVALID,
+    REASON_CHARS,
+    REASON_INVALID,
+)
 from entrypoints.http.rules import TYPE, Rule
 from entrypoints.http.schemas import (
     NO_NUL,
@@ -110,3 +116,31 @@ class CancelResponse(Camel):
     thread_id: str
     cancelled: bool
     stream_status: str | None
+
+
+class ApprovalBody(Camel):
+    rules = (
+        Rule("approvalId", APPROVAL_ID_INVALID),
+        Rule("approved", APPROVED_INVALID),
+        Rule("reason", REASON_INVALID),
+    )
+
+    approval_id: Annotated[
+        Uuid, Meta(description="The `approvalId` of the `tool-approval-request` answered")
+    ]
+    approved: bool
+    reason: (
+        Annotated[
+            str,
+            Meta(
+                max_length=REASON_CHARS,
+                description="Why, shown to the model with a denial",
+            ),
+        ]
+        | None
+    ) = None
+
+
+class ApprovalResponse(Camel):
+    success: bool
+    thread_id: str

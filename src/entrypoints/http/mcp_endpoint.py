@@ -144,15 +144,22 @@ async def _ask_agent(container: AsyncContainer, arguments: dict[str, Any]) -> An
         )
     text: list[str] = []
     error: str | None = None
+    approvals: list[dict[str, Any]] = []
     async for chunks in streams.follow(caller.org_id, started.run_id):
         for chunk in chunks:
             if chunk.get("type") == "text-delta":
                 text.append(str(chunk.get("delta", "")))
             elif chunk.get("type") == "error":
                 error = str(chunk.get("errorText", "The answer failed."))
+            elif chunk.get("type") == "tool-approval-request":
+                approvals.append({k: chunk[k] for k in ("approvalId", "toolCallId")})
     if error is not None:
         raise _AnswerFailed(error, started.thread_id)
-    return {"threadId": started.thread_id, "answer": "".join(text)}
+    answer: dict[str, Any] = {"threadId": started.thread_id, "answer": "".join(text)}
+    if approvals:
+        # The member decides in the conversation (`POST /chat/{threadId}/approvals`).
+        answer["awaitingApproval"] = approvals
+    return answer
 
 
 class _AnswerFailed(Exception):

@@ -28,6 +28,7 @@ from application.ports.background_tasks import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
 from application.ports.chat_streams import ChatStreams
+from application.ports.clock import Clock
 from application.ports.knowledge_search import KnowledgeSearch
 from application.ports.secret_box import SecretBox
 from application.ports.skill_catalog import (
@@ -45,6 +46,7 @@ from application.tools.read_skill_file import ReadSkillFileTool
 from application.tools.registry import ToolRegistry
 from application.tools.server_tools import ServerTools, ToolServerSession, ToolServerSessions
 from application.tools.skill_library import SkillLibrary
+from application.use_cases.answer_tool_approval import AnswerToolApproval
 from application.use_cases.cancel_chat_response import CancelChatResponse
 from application.use_cases.follow_chat_response import FollowChatResponse
 from application.use_cases.generate_chat_response import GenerateChatResponse
@@ -156,7 +158,11 @@ class ChatProvider(Provider):
     skills = provide(ScopedSkillCatalog, provides=SkillCatalog)
     skill_library = provide(SkillLibrary, scope=Scope.REQUEST)
     use_cases = provide_all(
-        SendChatMessage, FollowChatResponse, CancelChatResponse, scope=Scope.REQUEST
+        SendChatMessage,
+        FollowChatResponse,
+        CancelChatResponse,
+        AnswerToolApproval,
+        scope=Scope.REQUEST,
     )
 
     @provide
@@ -216,6 +222,7 @@ class ChatProvider(Provider):
         skills: SkillCatalog,
         meter: SpendMeter,
         settings: Settings,
+        clock: Clock,
     ) -> GenerateChatResponse:
         return GenerateChatResponse(
             models,
@@ -225,4 +232,6 @@ class ChatProvider(Provider):
             InlineSkills(skills),
             meter,
             max_output_tokens=settings.chat_max_output_tokens,
+            approval_ttl=settings.tools.approval_ttl,
+            clock=clock,
         )

@@ -52,7 +52,7 @@ class ConversationModel(Timestamps, Base):
     title_source: Mapped[str] = mapped_column(String(16))
     title_version: Mapped[int] = mapped_column(Integer, server_default="0")
     upstream_conversation_id: Mapped[uuid.UUID | None] = mapped_column(Uuid)
-    stream_status: Mapped[str | None] = mapped_column(String(16))
+    stream_status: Mapped[str | None] = mapped_column(String(32))
 
 
 class ChatMessageModel(Timestamps, Base):
@@ -67,7 +67,7 @@ class ChatMessageModel(Timestamps, Base):
     seq: Mapped[int] = mapped_column(BigInteger, Identity(start=1, increment=1))
     role: Mapped[str] = mapped_column(String(16))
     parts: Mapped[list[dict[str, Any]]] = mapped_column(JsonB, server_default=text("'[]'::jsonb"))
-    status: Mapped[str | None] = mapped_column(String(16))
+    status: Mapped[str | None] = mapped_column(String(32))
     error: Mapped[str | None] = mapped_column(Text)
 
 
@@ -90,7 +90,7 @@ class ChatRunModel(Base):
     message_id: Mapped[uuid.UUID] = mapped_column(
         Uuid, ForeignKey("chat_messages.id", ondelete="CASCADE")
     )
-    status: Mapped[str] = mapped_column(String(16))
+    status: Mapped[str] = mapped_column(String(32))
     cancel_requested: Mapped[bool] = mapped_column(Boolean, server_default=text("false"))
     error: Mapped[str | None] = mapped_column(Text)
     chunk_count: Mapped[int] = mapped_column(Integer, server_default="0")

@@ -1,5 +1,6 @@
 """`/chat`: send a message to an agent and read the answer as an AI SDK UI message stream, or
-poll for it; resume a running answer's stream; cancel it.
+poll for it; resume a running answer's stream; cancel it; approve or deny a tool call it
+paused for.
 
 Each route runs its use case in a short scope of its own (`OrgScopes`), not in the request's:
 the request's scope lasts as long as the stream, and its connection would be held for minutes.
@@ -17,6 +18,10 @@ from litestar.params import HeaderParameter, JSONBody
 from litestar.response import Stream
 
 from application.ports.chat_streams import ChatStreams
+from application.use_cases.answer_tool_approval import (
+    AnswerToolApproval,
+    AnswerToolApprovalCommand,
+)
 from application.use_cases.cancel_chat_response import (
     CancelChatResponse,
     CancelChatResponseCommand,
@@ -28,7 +33,14 @@ from application.use_cases.follow_chat_response import (
 from application.use_cases.send_chat_message import SendChatMessage, SendChatMessageCommand
 from domain.errors import Invalid, field_error
 from domain.identity import Caller, Identity
-from entrypoints.http.chat_schemas import CancelResponse, ChatAccepted, ChatBody
+from domain.tool_approvals import ApprovalDecision
+from entrypoints.http.chat_schemas import (
+    ApprovalBody,
+    ApprovalResponse,
+    CancelResponse,
+    ChatAccepted,
+    ChatBody,
+)
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.params import THREAD_PATH
@@ -158,3 +170,31 @@ class ChatController(Controller):
             cancelled=outcome.cancelled,
             stream_status=None if outcome.stream_status is None else outcome.stream_status.value,
         )
+
+    @post(
+        "/{thread_id:str}/approvals",
+        status_code=200,
+        responses=body_errors(402, 403, 404, 409),
+        summary="Approve or deny a tool call the answer paused for",
+        description="The conversation's owner answers a `tool-approval-request`. Once every "
+        "call the answer paused for is decided, the answer continues as a new run of the same "
+        "message: follow it with `GET /chat/{threadId}/stream`. 404: no such approval; 409: "
+        "already answered, or expired (it counts as denied).",
+    )
+    @inject
+    async def approve(
+        self,
+        thread_id: Annotated[UUID, THREAD_PATH],
+        data: JSONBody[ApprovalBody],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
+    ) -> ApprovalResponse:
+        async with scopes.acting_as(identity) as scope:
+            caller = await scope.get(Caller)
+            decision = ApprovalDecision.parse(data.approval_id, data.approved, data.reason)
+            answered = await (await scope.get(AnswerToolApproval)).execute(
+                AnswerToolApprovalCommand(
+                    caller=caller, thread_id=str(thread_id), decision=decision
+                )
+            )
+        return ApprovalResponse(success=True, thread_id=answered.thread_id)
