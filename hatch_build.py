@@ -63,7 +63,7 @@ def build_console(console: Path) -> None:
     if npm is None:
         raise RuntimeError(
             "Building the wheel builds the web console (console/dist), which needs Node.js "
-            "(20.19 or later) and npm: install them (apt-get install nodejs npm) and build "
+            "(22 or later) and npm: install them (apt-get install nodejs npm) and build "
             f"again, or build it first with `{BUILD}`"
         )
     print(f"agent-platform: building the web console ({BUILD})", flush=True)

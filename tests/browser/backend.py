@@ -281,8 +281,9 @@ def wait_for_files(api: httpx.Client, kb_id: int, within: float = 60) -> list[di
 TERMINAL = {"completed", "parse_failed", "chunk_failed", "extract_failed"}
 
 
-def running_console(data_dir: Path) -> Iterator[Console]:
-    """`serve` with the scripted provider as its default chat and embedding model."""
+def running_console(data_dir: Path, env: dict[str, str] | None = None) -> Iterator[Console]:
+    """`serve` with the scripted provider as its default chat and embedding model; `env` adds
+    to its environment."""
     with on_a_thread(ScriptedProvider()) as provider:
         server = Server(
             data_dir,
@@ -291,6 +292,7 @@ def running_console(data_dir: Path) -> Iterator[Console]:
                 "AP_OPENAI_API_KEY": "sk-scripted",
                 "AP_DEFAULT_CHAT_MODEL": CHAT_MODEL,
                 "AP_DEFAULT_EMBEDDING_MODEL": EMBEDDING_MODEL,
+                **(env or {}),
             },
         )
         for name in ("AP_PUBLIC_URL", "AP_AUTH_JWKS_URL", "AP_AUTH_ISSUER", "AP_DATABASE_URL"):

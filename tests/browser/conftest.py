@@ -15,6 +15,7 @@ from playwright.sync_api import Browser, Playwright, expect, sync_playwright
 
 from tests.browser.backend import Console, running_console, upload, wait_for_files
 from tests.browser.support import (
+    AXE,
     ROOT,
     Guard,
     guarded_context,
@@ -92,6 +93,16 @@ def guard(browser: Browser) -> Iterator[Guard]:
             watched.check()
     finally:
         watched.context.close()
+
+
+@pytest.fixture
+def axe_guard(browser: Browser) -> Iterator[Guard]:
+    """A guarded context without the console's CSP: axe-core is injected as an inline script."""
+    if not AXE.is_file():
+        raise RuntimeError(f"axe-core is missing ({AXE}): `make test` installs it")
+    watched = guarded_context(browser, bypass_csp=True)
+    yield watched
+    watched.context.close()
 
 
 @dataclass(frozen=True)

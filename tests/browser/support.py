@@ -132,7 +132,7 @@ def guarded_context(browser: Browser, **options: Any) -> Guard:
 
 # --- the console's pages ----------------------------------------------------------------------
 
-STATUS_WORDS = re.compile(r"^(Answering…|Done|Stopped|Failed)$")
+STATUS_WORDS = re.compile(r"^(Answering…|Done|Stopped|Failed|Waiting for approval)$")
 
 
 def open_signed_in(guard: Guard, url: str) -> Page:
@@ -146,7 +146,8 @@ def open_signed_in(guard: Guard, url: str) -> Page:
 
 
 def chat_status(page: Page) -> Locator:
-    """The chat's polite live status (Answering…, Done, Stopped, Failed)."""
+    """The chat's polite live status (Answering…, Done, Stopped, Failed, Waiting for
+    approval)."""
     return page.locator("[role=status][aria-live=polite]").filter(has_text=STATUS_WORDS)
 
 
@@ -161,3 +162,31 @@ def ask(page: Page, question: str, agent: str | None = None) -> None:
 def last_answer(page: Page) -> Locator:
     """The last assistant message in the message log."""
     return page.get_by_role("log").get_by_role("article", name="Answer").last
+
+
+# --- accessibility --------------------------------------------------------------------------------
+
+SERIOUS = {"serious", "critical"}
+
+RUN_AXE = """async () => {
+  const results = await axe.run(document, { resultTypes: ['violations'] })
+  return results.violations.map(v => ({
+    id: v.id,
+    impact: v.impact,
+    help: v.help,
+    nodes: v.nodes.map(n => ({ target: n.target.join(' '), summary: n.failureSummary })),
+  }))
+}"""
+
+
+def serious_violations(page: Page, where: str) -> list[str]:
+    """axe-core's serious and critical violations on `page`, one readable line per node."""
+    if not page.evaluate("typeof axe !== 'undefined'"):
+        page.add_script_tag(path=str(AXE))
+    violations: list[dict[str, Any]] = page.evaluate(RUN_AXE)
+    return [
+        f"{where}: [{v['impact']}] {v['id']} ({v['help']}) at {node['target']}: {node['summary']}"
+        for v in violations
+        if v["impact"] in SERIOUS
+        for node in v["nodes"]
+    ]

@@ -21,13 +21,13 @@ from playwright.sync_api import Browser, Page, expect
 from tests.browser.backend import Console, text_script, tool_call_script, wait_for_files
 from tests.browser.conftest import LIBRARY_NOTE, LIBRARY_PDF
 from tests.browser.support import (
-    AXE,
     Guard,
     ask,
     chat_status,
     guarded_context,
     last_answer,
     open_signed_in,
+    serious_violations,
 )
 from tests.integration.extraction_samples import pdf
 
@@ -554,41 +554,6 @@ def test_a_member_sees_the_organizations_sidebar_settings(console, guard: Guard)
 
 
 # --- Accessibility -------------------------------------------------------------------------------
-
-SERIOUS = {"serious", "critical"}
-
-RUN_AXE = """async () => {
-  const results = await axe.run(document, { resultTypes: ['violations'] })
-  return results.violations.map(v => ({
-    id: v.id,
-    impact: v.impact,
-    help: v.help,
-    nodes: v.nodes.map(n => ({ target: n.target.join(' '), summary: n.failureSummary })),
-  }))
-}"""
-
-
-def serious_violations(page: Page, where: str) -> list[str]:
-    """axe-core's serious and critical violations on `page`, one readable line per node."""
-    if not page.evaluate("typeof axe !== 'undefined'"):
-        page.add_script_tag(path=str(AXE))
-    violations: list[dict[str, Any]] = page.evaluate(RUN_AXE)
-    return [
-        f"{where}: [{v['impact']}] {v['id']} ({v['help']}) at {node['target']}: {node['summary']}"
-        for v in violations
-        if v["impact"] in SERIOUS
-        for node in v["nodes"]
-    ]
-
-
-@pytest.fixture
-def axe_guard(browser: Browser) -> Iterator[Guard]:
-    """A guarded context without the console's CSP: axe-core is injected as an inline script."""
-    if not AXE.is_file():
-        raise RuntimeError(f"axe-core is missing ({AXE}): `make test` installs it")
-    watched = guarded_context(browser, bypass_csp=True)
-    yield watched
-    watched.context.close()
 
 
 def test_no_serious_accessibility_violation_on_the_consoles_pages(console, library, axe_guard):

@@ -2,6 +2,10 @@
 // `ai` package's own client-side pipeline: parseJsonEventStream with uiMessageChunkSchema (the
 // strict validation `useChat` applies), then readUIMessageStream (the message assembly).
 //
+// UI_MESSAGE_JSON (optional, an environment variable): a UIMessage as JSON, the message the stream
+// continues (readUIMessageStream's starting `message`), e.g. the assistant message whose tool
+// call a continuation stream answers. Unset or empty: the stream starts a new message.
+//
 // Prints one JSON object: {chunks, message, errors, streamErrors}
 //   chunks:       the type of every chunk that passed validation, in order
 //   message:      the last UIMessage readUIMessageStream assembled (null when none)
@@ -36,6 +40,20 @@ function describeRejection(error) {
   return described.join("; ");
 }
 
+function startingMessage() {
+  const json = process.env.UI_MESSAGE_JSON;
+  if (!json) {
+    return undefined;
+  }
+  try {
+    return JSON.parse(json);
+  } catch (error) {
+    process.stderr.write(`UI_MESSAGE_JSON is not JSON: ${error.message}\n`);
+    process.exit(2);
+  }
+}
+
+const start = startingMessage();
 const errors = [];
 const streamErrors = [];
 const chunkTypes = [];
@@ -71,6 +89,7 @@ const validChunks = parsed.pipeThrough(
 let message = null;
 try {
   for await (const assembled of readUIMessageStream({
+    message: start,
     stream: validChunks,
     onError(error) {
       const text = String(error?.message ?? error);

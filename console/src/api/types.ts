@@ -50,7 +50,7 @@ export interface OrgSettingsResponse {
   spendCapStatus: Partial<Record<'daily' | 'weekly' | 'monthly', SpendCapPeriodStatus>>
 }
 
-export type StreamStatus = 'in_progress' | 'completed' | 'failed' | 'cancelled'
+export type StreamStatus = 'in_progress' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled'
 
 export interface ConversationSummary {
   threadId: string

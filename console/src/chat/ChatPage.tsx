@@ -6,10 +6,11 @@ import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'reac
 import { api, ApiError } from '../api/client'
 import { keys, orderAgents, useAgents, useConsoleLayout } from '../api/hooks'
 import type { Agent, ConversationDetail } from '../api/types'
-import { ErrorNote } from '../ui/ErrorNote'
+import { ErrorNote, errorMessage } from '../ui/ErrorNote'
+import type { ApprovalAnswer } from './approvals'
 import { asApiError, chatErrorMessage } from './errors'
 import { MessageView, type CitationTarget } from './MessageView'
-import { toUiMessages } from './parts'
+import { beforeRunningContinuation, toUiMessages } from './parts'
 import { draftSession, sessionForThread, type ChatSession, type Outcome } from './session'
 
 const FilePreview = lazy(() => import('../knowledge').then((m) => ({ default: m.FilePreview })))
@@ -18,6 +19,7 @@ const OUTCOME_TEXT: Record<Exclude<Outcome, null>, string> = {
   done: 'Done',
   stopped: 'Stopped',
   failed: 'Failed',
+  awaiting: 'Waiting for approval',
 }
 
 /** Whether the last answer already shows its stored failure (a `data-error` part). */
@@ -119,15 +121,18 @@ function ThreadChat({ threadId }: { threadId: string }) {
     if (!data) return
     if (data.streamStatus === 'in_progress') sawRunning.current = true
     if (!session.initialised) {
-      session.loadHistory(toUiMessages(data.messages), data.agentId)
+      const stored = data.streamStatus === 'in_progress' ? beforeRunningContinuation(data.messages) : data.messages
+      session.loadHistory(toUiMessages(stored), data.agentId)
+      if (data.streamStatus === 'awaiting_approval') session.setOutcome('awaiting')
       return
     }
     if (session.busy) return
     session.syncFromServer(toUiMessages(data.messages), data.agentId)
-    if (data.streamStatus && data.streamStatus !== 'in_progress' && (sawRunning.current || session.outcome)) {
+    if (data.streamStatus === 'awaiting_approval') session.setOutcome('awaiting')
+    else if (data.streamStatus && data.streamStatus !== 'in_progress' && (sawRunning.current || session.outcome)) {
       if (data.streamStatus === 'cancelled') session.setOutcome('stopped')
       else if (data.streamStatus === 'failed') session.setOutcome('failed')
-      else if (!session.outcome) session.setOutcome('done')
+      else if (!session.outcome || session.outcome === 'awaiting') session.setOutcome('done')
     }
   }, [data, session])
 
@@ -195,6 +200,8 @@ function ChatView(props: {
   const { session, title, agents, agentsLoading, agentsError, agentId, onAgentChange, agentLocked, resume, polling } = props
   const { messages, status, error, sendMessage } = useChat({ chat: session.chat, resume })
   const outcome = useOutcome(session)
+  const queryClient = useQueryClient()
+  const [approvalError, setApprovalError] = useState<unknown>(null)
   const [input, setInput] = useState('')
   const [citation, setCitation] = useState<CitationTarget | null>(null)
   const inputId = useId()
@@ -230,9 +237,26 @@ function ChatView(props: {
   const agentKnown = agentId != null && agents.some((a) => a.id === agentId)
   const canSend = !busy && input.trim() !== '' && agentId != null
 
+  // A decision the service refused (404: no such approval; 409: answered or expired) is shown,
+  // and the stored conversation read again for the call's current state.
+  const answerApproval = useCallback(
+    async (answer: ApprovalAnswer) => {
+      setApprovalError(null)
+      try {
+        await session.answerApproval(answer)
+      } catch (failure) {
+        setApprovalError(failure)
+      } finally {
+        if (session.threadId) void queryClient.invalidateQueries({ queryKey: keys.conversation(session.threadId) })
+      }
+    },
+    [session, queryClient],
+  )
+
   const send = () => {
     const text = input.trim()
     if (!text || busy || agentId == null) return
+    setApprovalError(null)
     session.prepareSend(agentId)
     setInput('')
     scrollToEnd()
@@ -288,7 +312,7 @@ function ChatView(props: {
       >
         {messages.length === 0 && <p className="empty">Ask the agent a question to start.</p>}
         {messages.map((message) => (
-          <MessageView key={message.id} message={message} onCite={setCitation} />
+          <MessageView key={message.id} message={message} onCite={setCitation} onAnswer={answerApproval} />
         ))}
         {status === 'submitted' && (
           <p className="thinking" aria-hidden="true">
@@ -307,6 +331,12 @@ function ChatView(props: {
           <p>{asApiError(error) ? chatErrorMessage(error) : `The answer failed: ${chatErrorMessage(error)}`}</p>
         </div>
       )}
+
+      {approvalError ? (
+        <div className="error-note" role="alert">
+          <p>The decision was not recorded: {errorMessage(approvalError)}</p>
+        </div>
+      ) : null}
 
       <p className="chat-status" role="status" aria-live="polite" data-testid="chat-status">
         {statusText}

@@ -2,6 +2,7 @@ import { lazy, Suspense } from 'react'
 import type { UIMessage } from 'ai'
 import { CopyButton } from '../ui/CopyButton'
 import { rawText, sourceLocation, type SourceLocation } from './parts'
+import { ToolCall, type AnswerApproval, type ToolPartShape } from './ToolCall'
 
 const Markdown = lazy(() => import('./Markdown'))
 
@@ -9,61 +10,6 @@ type Part = UIMessage['parts'][number]
 
 export interface CitationTarget extends SourceLocation {
   fileName: string
-}
-
-function pretty(value: unknown): string {
-  if (value === undefined) return ''
-  if (typeof value === 'string') return value
-  try {
-    return JSON.stringify(value, null, 2)
-  } catch {
-    return String(value)
-  }
-}
-
-interface ToolPartShape {
-  type: string
-  toolName?: string
-  toolCallId: string
-  state: string
-  input?: unknown
-  output?: unknown
-  errorText?: string
-}
-
-const TOOL_STATE: Record<string, string> = {
-  'input-streaming': 'preparing',
-  'input-available': 'running',
-  'output-available': 'done',
-  'output-error': 'failed',
-}
-
-function ToolCall({ part }: { part: ToolPartShape }) {
-  const name = part.type === 'dynamic-tool' ? (part.toolName ?? 'tool') : part.type.slice('tool-'.length)
-  const state = TOOL_STATE[part.state] ?? part.state
-  return (
-    <details className="tool-call">
-      <summary>
-        Tool call: <code>{name}</code> <span className={`tool-state tool-state-${part.state}`}>({state})</span>
-      </summary>
-      <div className="tool-body">
-        <h4>Input</h4>
-        <pre>{pretty(part.input) || '(none)'}</pre>
-        {part.state === 'output-available' && (
-          <>
-            <h4>Output</h4>
-            <pre>{pretty(part.output) || '(empty)'}</pre>
-          </>
-        )}
-        {part.state === 'output-error' && (
-          <>
-            <h4>Error</h4>
-            <pre>{part.errorText}</pre>
-          </>
-        )}
-      </div>
-    </details>
-  )
 }
 
 function isToolPart(part: Part): boolean {
@@ -77,9 +23,12 @@ function PlainText({ text }: { text: string }) {
 export function MessageView({
   message,
   onCite,
+  onAnswer,
 }: {
   message: UIMessage
   onCite: (target: CitationTarget) => void
+  /** Sends a decision on a tool call waiting for approval (none: the buttons are not shown). */
+  onAnswer?: AnswerApproval
 }) {
   const isUser = message.role === 'user'
   const sources = message.parts.filter(
@@ -113,7 +62,8 @@ export function MessageView({
               </p>
             )
           }
-          if (isToolPart(part)) return <ToolCall key={index} part={part as unknown as ToolPartShape} />
+          if (isToolPart(part))
+            return <ToolCall key={index} part={part as unknown as ToolPartShape} onAnswer={onAnswer} />
           if (part.type === 'data-error') {
             const data = (part as { data?: { errorText?: string } }).data
             return (

@@ -14,9 +14,46 @@ function str(value: unknown): string | undefined {
   return typeof value === 'string' ? value : undefined
 }
 
+/** A tool call's part, `tool-<name>`, as built here (the SDK's type is a union per state). */
+interface ToolPart {
+  type: string
+  toolCallId: string
+  state: string
+  input?: unknown
+  output?: unknown
+  errorText?: string
+  approval?: ToolApproval
+}
+
+/** A tool call's approval; `expiresAt` is the platform's (stored parts only). */
+export interface ToolApproval {
+  id: string
+  approved?: boolean
+  reason?: string
+  expiresAt?: string
+}
+
+/** A call's stored result: its output, its error, or its denial. */
+function settleTool(part: ToolPart, result: StoredPart): void {
+  const value = result.result ?? result.output
+  delete part.output
+  delete part.errorText
+  if (result.denied === true) {
+    part.state = 'output-denied'
+    part.approval = { ...part.approval, id: part.approval?.id ?? '', approved: false }
+  } else if (result.isError) {
+    part.state = 'output-error'
+    part.errorText = typeof value === 'string' ? value : JSON.stringify(value)
+  } else {
+    part.state = 'output-available'
+    part.output = value
+  }
+}
+
 export function toUiParts(stored: StoredPart[]): Part[] {
   const parts: Part[] = []
-  const toolIndex = new Map<string, number>()
+  const tools = new Map<string, ToolPart>()
+  const approvals = new Map<string, ToolPart>()
   for (const p of stored) {
     switch (p.type) {
       case 'text':
@@ -43,35 +80,42 @@ export function toUiParts(stored: StoredPart[]): Part[] {
         break
       case 'tool-invocation': {
         const toolCallId = str(p.toolCallId) ?? `call-${parts.length}`
-        const toolName = str(p.toolName) ?? 'tool'
-        toolIndex.set(toolCallId, parts.length)
-        parts.push({
-          type: `tool-${toolName}`,
+        const part: ToolPart = {
+          type: `tool-${str(p.toolName) ?? 'tool'}`,
           toolCallId,
           state: 'input-available',
           input: p.args ?? p.input,
-        } as Part)
+        }
+        tools.set(toolCallId, part)
+        parts.push(part as Part)
+        break
+      }
+      case 'tool-approval-request': {
+        const part = tools.get(str(p.toolCallId) ?? '')
+        const id = str(p.approvalId)
+        if (!part || !id) break
+        part.state = 'approval-requested'
+        part.approval = { id, expiresAt: str(p.expiresAt) }
+        approvals.set(id, part)
+        break
+      }
+      case 'tool-approval-response': {
+        const id = str(p.approvalId) ?? ''
+        const part = approvals.get(id) ?? tools.get(str(p.toolCallId) ?? '')
+        if (!part) break
+        part.approval = { ...part.approval, id, approved: p.approved === true, reason: str(p.reason) }
+        if (part.state === 'approval-requested') part.state = 'approval-responded'
         break
       }
       case 'tool-result': {
         const toolCallId = str(p.toolCallId) ?? ''
-        const toolName = str(p.toolName) ?? 'tool'
-        const index = toolIndex.get(toolCallId)
-        const input = index !== undefined ? (parts[index] as { input?: unknown }).input : undefined
-        const result = p.result ?? p.output
-        const part = (
-          p.isError
-            ? {
-                type: `tool-${toolName}`,
-                toolCallId,
-                state: 'output-error',
-                input,
-                errorText: typeof result === 'string' ? result : JSON.stringify(result),
-              }
-            : { type: `tool-${toolName}`, toolCallId, state: 'output-available', input, output: result }
-        ) as Part
-        if (index !== undefined) parts[index] = part
-        else parts.push(part)
+        let part = tools.get(toolCallId)
+        if (!part) {
+          part = { type: `tool-${str(p.toolName) ?? 'tool'}`, toolCallId, state: 'input-available' }
+          tools.set(toolCallId, part)
+          parts.push(part as Part)
+        }
+        settleTool(part, p)
         break
       }
       case 'data-error': {
@@ -84,6 +128,18 @@ export function toUiParts(stored: StoredPart[]): Part[] {
     }
   }
   return parts
+}
+
+/** A running answer's stored messages as its resumed stream expects them. An answer that goes on
+ * after its tool calls were approved or denied is a new run of the same message, whose stream
+ * replays from its first approval answer: what was stored after the last answer is left out. */
+export function beforeRunningContinuation(stored: StoredMessage[]): StoredMessage[] {
+  const last = stored[stored.length - 1]
+  if (last?.role !== 'assistant') return stored
+  const parts = last.parts ?? []
+  const end = parts.findLastIndex((p) => p.type === 'tool-approval-response')
+  if (end === -1) return stored
+  return [...stored.slice(0, -1), { ...last, parts: parts.slice(0, end + 1) }]
 }
 
 export function toUiMessages(stored: StoredMessage[]): UIMessage[] {

@@ -4,9 +4,10 @@ import { Chat } from '@ai-sdk/react'
 import { DefaultChatTransport, type UIMessage } from 'ai'
 import { api, authHeaders, errorFromBody } from '../api/client'
 import { signOut, getToken } from '../auth/store'
+import { awaitsApproval, type ApprovalAnswer } from './approvals'
 import * as registry from './registry'
 
-export type Outcome = 'done' | 'stopped' | 'failed' | null
+export type Outcome = 'done' | 'stopped' | 'failed' | 'awaiting' | null
 
 type Listener = () => void
 
@@ -15,6 +16,11 @@ interface CancelResponse {
   threadId: string
   cancelled: boolean
   streamStatus: string | null
+}
+
+interface ApprovalResponse {
+  success: boolean
+  threadId: string
 }
 
 /** What POST /chat accepts of a message: role user, text and file parts. */
@@ -60,6 +66,8 @@ export class ChatSession {
   /** Dropped from the registry (another person signed in): no longer followed. */
   private disposed = false
   private onThreadCreated: ((threadId: string) => void) | null = null
+  /** A decision on a tool call is being sent, or the answer it lets go on is being followed. */
+  private continuing = false
 
   constructor(threadId: string | null, agentId: number | null) {
     this.threadId = threadId
@@ -67,6 +75,11 @@ export class ChatSession {
     this.initialised = threadId === null
     this.fromHistory = threadId !== null
     const transport = new DefaultChatTransport<UIMessage>({
+      // GET /chat/{id}/stream replays the running run from its start. A run that goes on after
+      // tool calls were approved or denied continues the last message, which the SDK builds on
+      // while a call of it is `approval-responded`; any other run replaces the message its
+      // start chunk names.
+      resumeStreamIsReplay: false,
       api: '/chat',
       credentials: 'omit',
       headers: () => authHeaders(),
@@ -90,9 +103,11 @@ export class ChatSession {
       id: threadId ?? undefined,
       transport,
       onFinish: ({ isAbort, isError, message }) => {
-        // A resume answered 204 (nothing running) also ends here, with an empty message.
+        // A stream that produced nothing leaves the outcome as it was.
         if (!isAbort && !isError && message.parts.length === 0) return
-        this.setOutcome(isAbort ? 'stopped' : isError ? 'failed' : 'done')
+        if (isAbort) this.setOutcome('stopped')
+        else if (isError) this.setOutcome('failed')
+        else this.setOutcome(awaitsApproval(message) ? 'awaiting' : 'done')
       },
     })
   }
@@ -226,12 +241,32 @@ export class ChatSession {
     return last.parts.map((p) => (p.type === 'text' ? p.text : '')).join('')
   }
 
+  /** Sends the member's decision on a tool call; once no call of the answer waits any more, the
+   * answer goes on as a new run of the same message, followed here like a resumed answer. */
+  async answerApproval({ approvalId, approved, reason }: ApprovalAnswer): Promise<void> {
+    const threadId = this.threadId
+    if (!threadId) return
+    this.continuing = true
+    try {
+      await api<ApprovalResponse>(`/chat/${encodeURIComponent(threadId)}/approvals`, {
+        method: 'POST',
+        body: reason ? { approvalId, approved, reason } : { approvalId, approved },
+      })
+      await this.chat.addToolApprovalResponse({ id: approvalId, approved, reason })
+      // The outcome stays 'awaiting' until the continuation ends, here or (when it ended before
+      // its stream was asked for: 204) in the stored conversation read afterwards.
+      if (!awaitsApproval(this.chat.lastMessage)) await this.chat.resumeStream()
+    } finally {
+      this.continuing = false
+    }
+  }
+
   private notify(): void {
     for (const listener of this.listeners) listener()
   }
 
   get busy(): boolean {
-    return this.chat.status === 'submitted' || this.chat.status === 'streaming'
+    return this.continuing || this.chat.status === 'submitted' || this.chat.status === 'streaming'
   }
 
   /** Stop: the SDK only disconnects, so also ask the service to cancel the answer (a new chat
