@@ -142,7 +142,7 @@ def test_what_the_dockerfile_copies_exists_and_is_not_ignored():
 
 
 def test_the_dockerfile_builds_the_console_in_a_node_stage_before_the_install():
-    assert re.search(r"^ARG NODE_IMAGE=node:20-slim$", DOCKERFILE, re.M)
+    assert re.search(r"^ARG NODE_IMAGE=node:22-slim$", DOCKERFILE, re.M)
     assert re.search(r"^FROM \$\{NODE_IMAGE\} AS console$", DOCKERFILE, re.M)
     node_stage = DOCKERFILE[DOCKERFILE.index("AS console") : DOCKERFILE.index("AS build")]
     assert "RUN npm ci" in node_stage and "npm run build" in node_stage

@@ -30,11 +30,13 @@ TOOL_RESULT = "tool-result"
 APPROVAL_NOT_FOUND = "Approval not found"
 APPROVAL_ANSWERED = "This approval was already answered"
 APPROVAL_EXPIRED = "This approval expired; the call counts as denied"
+APPROVAL_RUNNING = "The answer is still running; decide once it has paused"
 APPROVAL_ID_INVALID = "approvalId must be the id of a tool approval"
 APPROVED_INVALID = "approved must be true or false"
 REASON_INVALID = f"reason must be a string of at most {REASON_CHARS} characters"
 EXPIRED_REASON = "No decision was made in time."
 SUPERSEDED_REASON = "The member sent a new message instead of deciding."
+ENDED_REASON = "The answer ended before the call could be made."
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -171,14 +173,15 @@ def denied_result_part(call: PendingCall, decision: ApprovalDecision) -> dict[st
     }
 
 
-def set_aside(parts: list[dict[str, Any]]) -> bool:
-    """Close every pending call of a paused answer because the member moved on (sent a new
-    message): an undecided one is denied, and none is made, each getting a denied result.
-    Whether there was any."""
-    calls = settle(parts, SUPERSEDED_REASON)
+def close_pending(parts: list[dict[str, Any]], reason: str) -> bool:
+    """Close every pending call of an answer that will not continue (the member moved on, or
+    the answer ended otherwise): an undecided one is denied for `reason`, and none is made,
+    each getting a result that says so. Whether there was any."""
+    calls = settle(parts, reason)
     for call in calls:
-        reason = ApprovalDecision(
-            approval_id=call.approval_id, approved=False, reason=SUPERSEDED_REASON
+        part = denied_result_part(
+            call, ApprovalDecision(approval_id=call.approval_id, approved=False)
         )
-        parts.append(denied_result_part(call, reason))
+        part["result"] = f"The call was not made. {reason}"
+        parts.append(part)
     return bool(calls)

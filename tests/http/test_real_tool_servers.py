@@ -240,7 +240,7 @@ async def test_a_call_needing_approval_waits_for_it_and_continues_in_the_same_me
         assert response.status_code == status, response.text
     response = await decide(app, alice, thread_id, approvalId=approval, approved=True)
     assert response.status_code == 200, response.text
-    assert response.json() == {"success": True, "threadId": thread_id}
+    assert response.json() == {"success": True, "threadId": thread_id, "continued": True}
     again = await decide(app, alice, thread_id, approvalId=approval, approved=False)
     assert again.status_code == 409, again.text
 

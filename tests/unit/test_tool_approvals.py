@@ -36,6 +36,8 @@ from domain.tool_approvals import (
     APPROVAL_ANSWERED,
     APPROVAL_EXPIRED,
     APPROVAL_NOT_FOUND,
+    APPROVAL_RUNNING,
+    ENDED_REASON,
     EXPIRED_REASON,
     SUPERSEDED_REASON,
     ApprovalDecision,
@@ -168,13 +170,15 @@ def approval_id(writer: RecordingWriter) -> str:
 async def test_a_call_needing_approval_pauses_the_answer_after_the_steps_other_calls():
     answer = Answer(calls(SEND, DRAFT))
     writer = await answer.run("run-1")
+    # The request comes once the step's other calls are made: a member cannot answer it while
+    # the answer still runs them.
     assert writer.types == [
         "start", "start-step",
-        "tool-input-start", "tool-input-available", "tool-approval-request",
+        "tool-input-start", "tool-input-available",
         "tool-input-start", "tool-input-available", "tool-output-available",
-        "finish-step", "finish",
+        "tool-approval-request", "finish-step", "finish",
     ]  # fmt: skip
-    request = writer.chunks[4]
+    request = writer.chunks[7]
     assert request == {
         "type": "tool-approval-request",
         "approvalId": request["approvalId"],
@@ -183,7 +187,10 @@ async def test_a_call_needing_approval_pauses_the_answer_after_the_steps_other_c
     assert answer.mail.sent == [] and answer.mail.drafts == [{"text": "Hi"}]
     assert answer.runs.status["run-1"] is StreamStatus.AWAITING_APPROVAL
     parts = answer.runs.parts["run-1"]
-    assert parts[1] == {
+    assert [p["type"] for p in parts] == [
+        "tool-invocation", "tool-invocation", "tool-result", "tool-approval-request"
+    ]  # fmt: skip
+    assert parts[3] == {
         "type": "tool-approval-request",
         "toolCallId": "call_send",
         "approvalId": request["approvalId"],
@@ -265,6 +272,18 @@ async def test_the_step_limit_counts_the_steps_before_the_pause():
     assert answer.model.requests[-1].tools == ()
 
 
+async def test_an_answer_that_ends_otherwise_closes_the_calls_it_asked_approval_for():
+    answer = Answer(calls(SEND))
+    answer.runs.cancel_requested.add("run-1")  # seen when the step is stored
+    writer = await answer.run("run-1")
+    assert "tool-approval-request" in writer.types and writer.types[-1] == "abort"
+    assert answer.runs.status["run-1"] is StreamStatus.CANCELLED
+    parts = answer.runs.parts["run-1"]
+    assert pending_calls(parts) == []
+    assert parts[-2]["approved"] is False and parts[-2]["reason"] == ENDED_REASON
+    assert parts[-1]["denied"] is True and "not made" in parts[-1]["result"]
+
+
 def test_message_turns_group_each_steps_calls_and_leave_out_a_call_without_a_result():
     parts = [
         {"type": "text", "text": "Looking."},
@@ -323,7 +342,9 @@ class Thread:
             generate, fake_meter(), registry,
         )  # fmt: skip
 
-    async def paused(self, *tool_calls: ToolCall) -> tuple[str, list[str]]:
+    async def paused(
+        self, *tool_calls: ToolCall, status: StreamStatus = StreamStatus.AWAITING_APPROVAL
+    ) -> tuple[str, list[str]]:
         """A conversation of Alice's whose answer asked approval for `tool_calls`."""
         the_agent = await self.agents.add(
             NewAgent(org_id="org_a", user_id="alice", name="Mailer", description="", role="",
@@ -345,18 +366,15 @@ class Thread:
                           "expiresAt": (NOW + timedelta(seconds=TTL)).isoformat()})  # fmt: skip
         await self.conversations.set_message_parts("org_a", started.message_id, parts)
         run = self.conversations.runs[started.run_id]
-        self.conversations.runs[run.id] = dataclasses.replace(
-            run, status=StreamStatus.AWAITING_APPROVAL
-        )
+        self.conversations.runs[run.id] = dataclasses.replace(run, status=status)
         conversation = await self.conversations.get("org_a", started.thread_id)
         assert conversation is not None
-        self.conversations._touch(conversation, stream_status=StreamStatus.AWAITING_APPROVAL,
-                                  updated_at=NOW)  # fmt: skip
+        self.conversations._touch(conversation, stream_status=status, updated_at=NOW)
         self.uow._checkpoint()
         self.tasks.spawned.clear()
         return started.thread_id, ids
 
-    async def decide(self, thread_id: str, approval: str, approved: bool, caller=ALICE):
+    async def decide(self, thread_id: str, approval: str, approved: bool, caller=ALICE) -> Any:
         decision = ApprovalDecision(approval_id=approval, approved=approved, reason=None)
         return await self.approvals.execute(
             AnswerToolApprovalCommand(caller=caller, thread_id=thread_id, decision=decision)
@@ -393,11 +411,7 @@ async def test_refusals_change_nothing():
         await thread.decide(thread_id, approval, True, caller=CAROL)
     with pytest.raises(NotFound, match=APPROVAL_NOT_FOUND):
         await thread.decide(thread_id, "00000000-0000-4000-8000-0000000000ff", True)
-    thread.clock.advance(TTL)
-    with pytest.raises(Conflict, match=APPROVAL_EXPIRED):
-        await thread.decide(thread_id, approval, True)
     assert await thread.parts(thread_id) == before and thread.tasks.spawned == []
-    thread.clock.advance(-TTL)
     await thread.decide(thread_id, approval, True)
     with pytest.raises(Conflict, match=APPROVAL_ANSWERED):
         await thread.decide(thread_id, approval, False)
@@ -420,3 +434,26 @@ async def test_a_new_message_closes_the_pending_calls_as_not_made():
     assert paused[-2]["reason"] == SUPERSEDED_REASON and paused[-1]["denied"] is True
     with pytest.raises(Conflict, match=APPROVAL_ANSWERED):
         await thread.decide(thread_id, approval, True)
+
+
+async def test_no_decision_while_the_answer_that_asked_still_runs():
+    thread = Thread()
+    thread_id, (approval,) = await thread.paused(SEND, status=StreamStatus.IN_PROGRESS)
+    with pytest.raises(Conflict, match=APPROVAL_RUNNING):
+        await thread.decide(thread_id, approval, True)
+
+
+async def test_an_expired_approval_can_be_denied_and_approving_it_still_lets_the_answer_go_on():
+    thread = Thread()
+    thread_id, (approval,) = await thread.paused(SEND)
+    thread.clock.advance(TTL)
+    with pytest.raises(Conflict, match=APPROVAL_EXPIRED):
+        await thread.decide(thread_id, approval, True)
+    # Counted as denied: the answer goes on without it, nothing recorded as the member's.
+    assert len(thread.tasks.spawned) == 1 and thread.audit.of("org_a") == []
+    thread = Thread()
+    thread_id, (approval,) = await thread.paused(SEND)
+    thread.clock.advance(TTL)
+    answered = await thread.decide(thread_id, approval, False)
+    assert answered.run_id is not None
+    assert [e.action for e in thread.audit.of("org_a")] == [TOOL_DENIED]

@@ -3,7 +3,7 @@ from __future__ import annotations
 import json
 import uuid
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
 
 from application.agent.progress import Progress
@@ -35,14 +35,13 @@ async def run_tool_call(
     progress: Progress,
     *,
     thread_id: str | None = None,
-    approval: ApprovalTerms | None = None,
 ) -> ChatTurn | None:
     """Run one call the model asked for and answer it with a `tool` turn.
 
     The call streams as `tool-input-start`, `tool-input-available`, then (`make_call`)
     its result; both the call and its result are stored as parts. A call that waits for a
-    member's approval (`approval` gives its id's expiry and the answer's step) streams
-    `tool-approval-request` instead, is stored with the request, and has no turn yet (None).
+    member's approval streams nothing more and has no turn (None): the answer asks for the
+    approvals (`ask_approval`) once the step's other calls are made.
     """
     progress.emit(chat_stream.tool_input_start(call.id, call.name))
     progress.emit(chat_stream.tool_input_available(call.id, call.name, call.arguments))
@@ -58,13 +57,14 @@ async def run_tool_call(
     try:
         return await make_call(toolbox, call, context, progress)
     except ToolApprovalRequired:
-        terms = approval or ApprovalTerms(expires_at=datetime.now(UTC), step=0)
-        approval_id = str(uuid.uuid4())
-        progress.emit(chat_stream.tool_approval_request(approval_id, call.id))
-        progress.parts.append(
-            approval_request_part(call.id, approval_id, terms.expires_at, terms.step)
-        )
         return None
+
+
+def ask_approval(progress: Progress, call: ToolCall, terms: ApprovalTerms) -> None:
+    """Stream a `tool-approval-request` for `call` and store it with its expiry and step."""
+    approval_id = str(uuid.uuid4())
+    progress.emit(chat_stream.tool_approval_request(approval_id, call.id))
+    progress.parts.append(approval_request_part(call.id, approval_id, terms.expires_at, terms.step))
 
 
 async def make_call(

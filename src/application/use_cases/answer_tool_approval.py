@@ -28,6 +28,7 @@ from domain.tool_approvals import (
     APPROVAL_ANSWERED,
     APPROVAL_EXPIRED,
     APPROVAL_NOT_FOUND,
+    APPROVAL_RUNNING,
     ApprovalDecision,
     approval_ids,
     approval_response_part,
@@ -61,8 +62,10 @@ class AnswerToolApproval:
 
     Rules: the conversation must be the caller's (404 "Conversation not found"); the approval
     must be one its answers asked for (404 "Approval not found"), still pending (409 when
-    answered, or the conversation has moved on) and not expired (409: it counts as denied).
-    The decision is stored in the answer's parts and written to the audit log
+    answered, or the conversation has moved on), and its answer paused (409 while it still
+    runs). An expired approval counts as denied: denying it is recorded as any denial,
+    approving it is 409, and the answer then goes on without it unless other calls still wait
+    for a decision. The decision is stored in the answer's parts and written to the audit log
     (`tool.approved` / `tool.denied`). When no other call of the answer waits for a decision
     (an expired one counts as denied), the answer continues as a new run of the same message,
     admitted against the spend caps like any answer (nothing is stored when refused), and
@@ -108,12 +111,20 @@ class AnswerToolApproval:
             if any(decision.approval_id in approval_ids(m.parts) for m in messages):
                 raise Conflict(APPROVAL_ANSWERED)
             raise NotFound(APPROVAL_NOT_FOUND)
-        if call.decision is not None or conversation.stream_status is not (
-            StreamStatus.AWAITING_APPROVAL
-        ):
+        if call.decision is not None:
+            raise Conflict(APPROVAL_ANSWERED)
+        if conversation.stream_status is StreamStatus.IN_PROGRESS:
+            raise Conflict(APPROVAL_RUNNING)
+        if conversation.stream_status is not StreamStatus.AWAITING_APPROVAL:
             raise Conflict(APPROVAL_ANSWERED)
         now = self._clock.now()
-        if call.expired(now):
+        waiting = [c for c in calls if c is not call and c.decision is None and not c.expired(now)]
+        if call.expired(now) and decision.approved:
+            # Too late to approve: the call counts as denied, and the answer goes on without
+            # it unless other calls still wait.
+            if not waiting:
+                parts = copy.deepcopy(paused.parts)
+                await self._continue(caller, conversation.agent_id, paused, parts, messages)
             raise Conflict(APPROVAL_EXPIRED)
         parts = copy.deepcopy(paused.parts)
         parts.append(approval_response_part(call, decision))
@@ -132,7 +143,6 @@ class AnswerToolApproval:
                 },
             )
         )
-        waiting = [c for c in calls if c is not call and c.decision is None and not c.expired(now)]
         if waiting:
             await self._conversations.set_message_parts(org_id, paused.id, parts)
             await self._uow.commit()

@@ -15,7 +15,7 @@ from application.agent.approvals import decide_calls, message_turns
 from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
 from application.agent.prompt import latest_user_text, prompt_turns, search_passages
-from application.agent.tool_calls import ApprovalTerms, run_tool_call
+from application.agent.tool_calls import ApprovalTerms, ask_approval, run_tool_call
 from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
 from application.ports.background_tasks import CANCEL_REQUESTED
 from application.ports.chat_model import (
@@ -43,7 +43,7 @@ from domain.agents import Agent
 from domain.conversations import StoredMessage, StreamStatus
 from domain.identity import Caller
 from domain.spend import SpendCapReached, estimated_tokens
-from domain.tool_approvals import DEFAULT_APPROVAL_TTL
+from domain.tool_approvals import DEFAULT_APPROVAL_TTL, ENDED_REASON, close_pending
 from domain.usage import UsagePurpose
 
 log = logging.getLogger(__name__)
@@ -93,6 +93,8 @@ class GenerateChatResponse:
     after `approval_ttl` seconds). Once the member has decided, the answer continues in a new
     run of the same message (`resume`): the decisions stream first, then the approved calls'
     results and the denied calls' `tool-output-denied`, and the model goes on at the next step.
+    An answer that ends otherwise (cancelled, failed) closes the calls it asked approval for,
+    as not made, in its parts.
     Every model call reserves its worst case against the spend caps before it starts (the
     first one uses `admission`, reserved when the message was accepted, resized to the real
     prompt) and settles to its tokens and cost in the usage ledger once the answer ends; a
@@ -168,6 +170,8 @@ class GenerateChatResponse:
             progress.end_text()
             status, error = StreamStatus.FAILED, FAILED_UNEXPECTEDLY
             progress.fail(FAILED_UNEXPECTEDLY)
+        if status is not StreamStatus.AWAITING_APPROVAL:
+            close_pending(progress.parts, ENDED_REASON)
         await _to_the_end(self._record(command, progress, writer, heartbeat, (status, error)))
 
     async def _record(
@@ -261,21 +265,22 @@ class GenerateChatResponse:
         """The answer's steps; True when it paused for approvals."""
         caller, agent, history = command.caller, command.agent, command.history
         model = self._models.get(agent.model)
-        passages = await search_passages(self._search, caller, agent, history)
         toolbox = Toolbox()
         if model.info.supports_tools:
             toolbox = await self._tools.offer(caller, agent)
             sections = toolbox.instructions
         else:
-            message = latest_user_text(command.history)
+            message = latest_user_text(history)
             skills = await self._inline_skills.instructions(caller, agent, message)
             sections = [skills] if skills else []
         first = 0
         if command.resume is not None:
+            # The decided calls first: what follows may fail, and they are already promised.
             first = await decide_calls(
                 toolbox, caller, agent, progress, thread_id=command.thread_id
             )
             history = [message for message in history if message.id != command.resume.id]
+        passages = await search_passages(self._search, caller, agent, history)
         turns = prompt_turns(agent, history, passages, sections)
         turns.extend(message_turns(progress.parts))
         for step in range(first, MAX_STEPS):
@@ -288,20 +293,21 @@ class GenerateChatResponse:
                 progress.emit(chat_stream.finish_step())
                 return False
             turns.append(ChatTurn(role="assistant", content=text, tool_calls=tuple(calls)))
-            terms = ApprovalTerms(expires_at=self._now() + self._approval_ttl, step=step)
-            paused = False
+            waiting: list[ToolCall] = []
             for call in calls:
                 turn = await run_tool_call(
-                    toolbox, call, caller, agent, progress,
-                    thread_id=command.thread_id, approval=terms,
-                )  # fmt: skip
+                    toolbox, call, caller, agent, progress, thread_id=command.thread_id
+                )
                 if turn is None:
-                    paused = True
+                    waiting.append(call)
                 else:
                     turns.append(turn)
+            terms = ApprovalTerms(expires_at=self._now() + self._approval_ttl, step=step)
+            for call in waiting:
+                ask_approval(progress, call, terms)
             progress.emit(chat_stream.finish_step())
             await self._flush(command, progress)
-            if paused:
+            if waiting:
                 return True
         # The step budget is spent and the model still asked for tools: answer without them.
         progress.emit(chat_stream.start_step())

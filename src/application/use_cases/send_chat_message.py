@@ -34,7 +34,7 @@ from domain.conversations import (
 from domain.errors import Conflict, Invalid, NotFound, field_error
 from domain.identity import Caller
 from domain.ids import parse_uuid
-from domain.tool_approvals import set_aside
+from domain.tool_approvals import SUPERSEDED_REASON, close_pending
 from domain.usage import UsagePurpose
 
 RESPONSE_RUNNING = "A response is still being generated in this conversation"
@@ -105,12 +105,13 @@ class SendChatMessage:
     the fallback from the message is saved at once and a background job asks a model for a better
     one. With `threadId` the conversation must exist and be the caller's (404 otherwise), be with
     the same agent and have no answer still running (409); an answer waiting for approvals there
-    has its pending calls closed as not made (`set_aside`). `upstreamConversationId` is stored on
-    creation. Before anything is stored, the answer's first model call is admitted against the
-    organization's spend caps (`SpendCapReached` otherwise, nothing stored): it reserves the model's
-    worst case (its whole context window in, its output limit out), which the answer resizes once
-    its prompt is built. The message, the empty assistant message and the run are committed
-    together; only then does the answer start, independent of the request.
+    (or cut while it asked) has its pending calls closed as not made (`close_pending`).
+    `upstreamConversationId` is stored on creation. Before anything is stored, the answer's first
+    model call is admitted against the organization's spend caps (`SpendCapReached` otherwise,
+    nothing stored): it reserves the model's worst case (its whole context window in, its output
+    limit out), which the answer resizes once its prompt is built. The message, the empty
+    assistant message and the run are committed together; only then does the answer start,
+    independent of the request.
     """
 
     def __init__(
@@ -201,7 +202,8 @@ class SendChatMessage:
                 raise Invalid(OTHER_AGENT, [field_error("agentId", OTHER_AGENT)])
             if await self._conversations.running_run(caller.org_id, thread_id) is not None:
                 raise Conflict(RESPONSE_RUNNING)
-            if existing.stream_status is StreamStatus.AWAITING_APPROVAL:
+            if existing.stream_status in (StreamStatus.AWAITING_APPROVAL, StreamStatus.FAILED):
+                # A failed answer may have been cut (its process died) while it asked.
                 await self._set_aside_approvals(caller.org_id, thread_id)
             await self._conversations.add_message(
                 caller.org_id,
@@ -239,7 +241,7 @@ class SendChatMessage:
         if paused is None:
             return
         parts = copy.deepcopy(paused.parts)
-        if set_aside(parts):
+        if close_pending(parts, SUPERSEDED_REASON):
             await self._conversations.set_message_parts(
                 org_id, paused.id, parts, StreamStatus.COMPLETED
             )

@@ -144,3 +144,10 @@ class ApprovalBody(Camel):
 class ApprovalResponse(Camel):
     success: bool
     thread_id: str
+    continued: Annotated[
+        bool,
+        Meta(
+            description="Whether the answer now continues (follow `GET /chat/{threadId}/"
+            "stream`); false while other approvals of the answer wait for a decision"
+        ),
+    ]

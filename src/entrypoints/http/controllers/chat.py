@@ -178,8 +178,9 @@ class ChatController(Controller):
         summary="Approve or deny a tool call the answer paused for",
         description="The conversation's owner answers a `tool-approval-request`. Once every "
         "call the answer paused for is decided, the answer continues as a new run of the same "
-        "message: follow it with `GET /chat/{threadId}/stream`. 404: no such approval; 409: "
-        "already answered, or expired (it counts as denied).",
+        "message (`continued: true`): follow it with `GET /chat/{threadId}/stream`. 404: no "
+        "such approval; 409: already answered, the answer still running, or expired (it "
+        "counts as denied; denying it is accepted).",
     )
     @inject
     async def approve(
@@ -197,4 +198,6 @@ class ChatController(Controller):
                     caller=caller, thread_id=str(thread_id), decision=decision
                 )
             )
-        return ApprovalResponse(success=True, thread_id=answered.thread_id)
+        return ApprovalResponse(
+            success=True, thread_id=answered.thread_id, continued=answered.run_id is not None
+        )
