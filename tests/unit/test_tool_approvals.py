@@ -15,7 +15,7 @@ from application.agent.approvals import message_turns
 from application.agent.inline_skills import InlineSkills
 from application.ports.agent_tool import ToolApprovalRequired, ToolContext, ToolOffer
 from application.ports.chat_model import Finished, ToolCall, ToolCallRequested, ToolSpec
-from application.tools.registry import ToolRegistry
+from application.tools.registry import Toolbox, ToolRegistry
 from application.use_cases.answer_tool_approval import (
     TOOL_APPROVED,
     TOOL_DENIED,
@@ -457,3 +457,30 @@ async def test_an_expired_approval_can_be_denied_and_approving_it_still_lets_the
     answered = await thread.decide(thread_id, approval, False)
     assert answered.run_id is not None
     assert [e.action for e in thread.audit.of("org_a")] == [TOOL_DENIED]
+
+
+async def test_a_provider_that_repeats_call_ids_still_gets_each_call_answered_apart():
+    again = ToolCall(id="call_draft", name="mail__send", arguments={"to": "bo@example.com"})
+    answer = Answer(calls(DRAFT), calls(again), text_script("Sent."))
+    first = await answer.run("run-1")
+    request = next(c for c in first.chunks if c["type"] == "tool-approval-request")
+    assert request["toolCallId"] not in ("", "call_draft")
+    (pending,) = pending_calls(answer.runs.parts["run-1"])
+    assert pending.arguments == again.arguments
+    decision = ApprovalDecision(approval_id=request["approvalId"], approved=True)
+    await answer.run("run-2", answer.paused_message("run-1", decision))
+    assert answer.mail.sent == [again.arguments]
+    ids = [t.tool_call_id for t in answer.model.requests[-1].turns if t.role == "tool"]
+    assert ids == ["call_draft", request["toolCallId"]]
+
+
+def test_tools_revealed_before_the_pause_stay_offered():
+    spec = ToolSpec(name="kit__hidden", description="Hidden", parameters={"type": "object"})
+
+    async def execute(arguments: dict[str, Any], context: ToolContext) -> Any:
+        return None
+
+    toolbox = Toolbox([ToolOffer(spec=spec, execute=execute, listed=False)])
+    assert toolbox.specs == []
+    toolbox.reveal(["kit__hidden", "kit__unknown"])
+    assert toolbox.specs == [spec]

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from dataclasses import dataclass
@@ -58,6 +59,21 @@ async def run_tool_call(
         return await make_call(toolbox, call, context, progress)
     except ToolApprovalRequired:
         return None
+
+
+def distinct_ids(calls: list[ToolCall], parts: list[dict[str, Any]]) -> list[ToolCall]:
+    """The calls, each with an id no other call of the answer has: a provider that numbers its
+    calls per response (or sends none) would otherwise tie a result or an approval to the
+    wrong call."""
+    used = {p.get("toolCallId") for p in parts if p.get("type") == "tool-invocation"}
+    distinct: list[ToolCall] = []
+    for call in calls:
+        fresh = call
+        if not call.id or call.id in used:
+            fresh = dataclasses.replace(call, id=f"call_{uuid.uuid4().hex[:24]}")
+        used.add(fresh.id)
+        distinct.append(fresh)
+    return distinct
 
 
 def ask_approval(progress: Progress, call: ToolCall, terms: ApprovalTerms) -> None:

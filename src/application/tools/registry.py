@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from application.ports.agent_tool import AgentTool, ToolContext, ToolFailed, ToolOffer
@@ -34,13 +34,18 @@ class Toolbox:
     def instructions(self) -> list[str]:
         return [offer.instructions for offer in self._offers.values() if offer.instructions]
 
+    def reveal(self, names: Iterable[str]) -> None:
+        """Offer these of the answer's unlisted tools from now on (an answer continued after
+        approvals keeps what its first run found)."""
+        self._revealed.update(name for name in names if name in self._offers)
+
     async def execute(self, call: ToolCall, context: ToolContext) -> Any:
         """The call's result; `ToolFailed` when no tool of that name was offered."""
         offer = self._offers.get(call.name)
         if offer is None:
             raise ToolFailed(f"There is no tool named {call.name!r}.")
         output = await offer.execute(call.arguments, context)
-        self._revealed.update(name for name in context.revealed if name in self._offers)
+        self.reveal(context.revealed)
         return output
 
 

@@ -15,7 +15,12 @@ from application.agent.approvals import decide_calls, message_turns
 from application.agent.inline_skills import InlineSkills
 from application.agent.progress import Progress
 from application.agent.prompt import latest_user_text, prompt_turns, search_passages
-from application.agent.tool_calls import ApprovalTerms, ask_approval, run_tool_call
+from application.agent.tool_calls import (
+    ApprovalTerms,
+    ask_approval,
+    distinct_ids,
+    run_tool_call,
+)
 from application.metering import MeteredCall, Reservation, SpendMeter, request_texts
 from application.ports.background_tasks import CANCEL_REQUESTED
 from application.ports.chat_model import (
@@ -280,6 +285,9 @@ class GenerateChatResponse:
                 toolbox, caller, agent, progress, thread_id=command.thread_id
             )
             history = [message for message in history if message.id != command.resume.id]
+            toolbox.reveal(
+                p["toolName"] for p in progress.parts if p.get("type") == "tool-invocation"
+            )
         passages = await search_passages(self._search, caller, agent, history)
         turns = prompt_turns(agent, history, passages, sections)
         turns.extend(message_turns(progress.parts))
@@ -292,6 +300,7 @@ class GenerateChatResponse:
             if not calls:
                 progress.emit(chat_stream.finish_step())
                 return False
+            calls = distinct_ids(calls, progress.parts)
             turns.append(ChatTurn(role="assistant", content=text, tool_calls=tuple(calls)))
             waiting: list[ToolCall] = []
             for call in calls:
