@@ -1,12 +1,15 @@
-"""What the tool server use cases share: sealing and opening header values, the address check
-on a change, one discovery of a server's tools as a `Discovery` to store, and their audit
-entries."""
+"""What the tool server use cases share: their short units of work (`ToolServerSessions`),
+sealing and opening header values, the address check on a change, one discovery of a server's
+tools as a `Discovery` to store, and their audit entries."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
 
+from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import (
@@ -15,7 +18,8 @@ from application.ports.tool_connector import (
     ToolEndpoint,
     ToolServerUnreachable,
 )
-from application.ports.tool_server_repository import Discovery
+from application.ports.tool_server_repository import Discovery, ToolServerRepository
+from application.ports.unit_of_work import UnitOfWork
 from domain.audit import NewAuditEntry
 from domain.errors import Invalid, field_error
 from domain.identity import Caller
@@ -28,6 +32,21 @@ from domain.tool_servers import (
 )
 
 AUDIT_TARGET = "tool_server"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolServerSession:
+    """What tool servers' use cases and tools read and write in one short unit of work of the
+    caller's organization, so that none holds a database connection while a tool server
+    answers (a call or a discovery may take the whole `AP_TOOL_TIMEOUT`)."""
+
+    servers: ToolServerRepository
+    audit: AuditLog
+    uow: UnitOfWork
+
+
+ToolServerSessions = Callable[[Caller], AbstractAsyncContextManager[ToolServerSession]]
+"""Opens a `ToolServerSession` acting for a member (the wiring's short scope)."""
 
 
 def seal_headers(box: SecretBox, headers: Mapping[str, str]) -> bytes | None:

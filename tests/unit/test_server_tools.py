@@ -16,14 +16,10 @@ import pytest
 from application.ports.agent_tool import ToolApprovalRequired, ToolContext, ToolFailed, ToolOffer
 from application.ports.chat_model import ToolCall
 from application.ports.tool_connector import ToolEndpoint, ToolOutput, ToolServerUnreachable
+from application.tool_discovery import ToolServerSession
 from application.tools.find_tools import FIND_TOOLS
 from application.tools.registry import ToolRegistry
-from application.tools.server_tools import (
-    NO_LONGER_AVAILABLE,
-    TOOL_CALLED,
-    ServerTools,
-    ToolServerSession,
-)
+from application.tools.server_tools import NO_LONGER_AVAILABLE, TOOL_CALLED, ServerTools
 from domain.agents import Agent
 from domain.identity import Caller
 from domain.tool_servers import ToolDefinition, ToolGrant, ToolServer

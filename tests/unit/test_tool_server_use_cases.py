@@ -3,11 +3,15 @@ the address check, discovery outside the transaction, sealed headers and the aud
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 
 import pytest
 
+from application.tool_discovery import ToolServerSession
 from application.use_cases.create_tool_server import CreateToolServer, CreateToolServerCommand
 from application.use_cases.delete_tool_server import DeleteToolServer, DeleteToolServerCommand
 from application.use_cases.list_tool_servers import ListToolServers, ListToolServersQuery
@@ -22,7 +26,12 @@ from domain.tool_server_fields import (
     TOOL_SERVER_REFRESHED,
     TOOL_SERVER_UPDATED,
 )
-from domain.tool_servers import ADDRESS_NOT_ALLOWED, HEADERS_FOR_NEW_HOST, TOOL_SERVER_NAME_TAKEN
+from domain.tool_servers import (
+    ADDRESS_NOT_ALLOWED,
+    HEADERS_FOR_NEW_HOST,
+    TOOL_SERVER_CHANGED,
+    TOOL_SERVER_NAME_TAKEN,
+)
 from domain.values import UNSET
 from tests.fakes import FakeUnitOfWork
 from tests.fakes.basics import FakeClock
@@ -49,13 +58,24 @@ class World:
     box: FakeSecretBox = field(default_factory=FakeSecretBox)
     clock: FakeClock = field(default_factory=FakeClock)
     audit: FakeAuditLog = field(default_factory=FakeAuditLog)
+    sessions_opened: int = 0
+    open: int = 0
 
     def __post_init__(self) -> None:
         self.uow = FakeUnitOfWork(self.servers, self.audit)
         self.connector.tools[URL] = [tool("search", query={"type": "string"}), tool("fetch")]
 
+    @asynccontextmanager
+    async def session(self, caller: Caller) -> AsyncIterator[ToolServerSession]:
+        self.sessions_opened += 1
+        self.open += 1
+        try:
+            yield ToolServerSession(servers=self.servers, audit=self.audit, uow=self.uow)
+        finally:
+            self.open -= 1
+
     def _args(self) -> tuple:
-        return (self.servers, self.connector, self.box, self.audit, self.clock, self.uow)
+        return (self.session, self.connector, self.box, self.clock)
 
     async def create(self, caller: Caller = ADMIN, **fields: object):
         fields = {"name": "docs", "kind": "mcp", "url": URL, **fields}
@@ -322,3 +342,34 @@ async def test_delete_removes_it_from_every_agent(world):
 async def test_changes_parse_only_what_is_sent():
     command = UpdateToolServerCommand.parse(caller=ADMIN, tool_server_id=3, enabled=UNSET)
     assert command.changes.enabled is UNSET and command.server_id == 3
+
+
+async def test_no_unit_of_work_is_open_while_a_server_is_asked(world):
+    asked: list[int] = []
+
+    def tools(endpoint):
+        asked.append(world.open)
+        return [tool("search")]
+
+    world.connector.tools[URL] = tools
+    server = await world.create()
+    await world.refresh(server.id)
+    await world.update(server.id, headers={"X-Key": "k"})
+    assert asked == [0, 0, 0] and world.sessions_opened >= 6
+
+
+async def test_a_change_made_while_the_server_is_asked_is_not_overwritten(world):
+    server = await world.create()
+
+    def tools(endpoint):
+        current = world.servers.rows[server.id]
+        world.servers.rows[server.id] = dataclasses.replace(current, description="theirs")
+        world.servers.rows[server.id] = dataclasses.replace(
+            world.servers.rows[server.id], updated_at=world.servers._tick()
+        )
+        return [tool("search")]
+
+    world.connector.tools[URL] = tools
+    with pytest.raises(Conflict, match=TOOL_SERVER_CHANGED):
+        await world.update(server.id, headers={"X-Key": "k"}, description="mine")
+    assert world.servers.rows[server.id].description == "theirs"

@@ -6,8 +6,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Sequence
-from contextlib import AbstractAsyncContextManager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Literal
@@ -19,7 +18,6 @@ from application.ports.agent_tool import (
     ToolFailed,
     ToolOffer,
 )
-from application.ports.audit_log import AuditLog
 from application.ports.chat_model import ToolSpec
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import (
@@ -28,9 +26,7 @@ from application.ports.tool_connector import (
     ToolOutput,
     ToolServerUnreachable,
 )
-from application.ports.tool_server_repository import ToolServerRepository
-from application.ports.unit_of_work import UnitOfWork
-from application.tool_discovery import open_headers
+from application.tool_discovery import ToolServerSessions, open_headers
 from application.tools.find_tools import find_tools_offer
 from domain.agents import Agent
 from domain.audit import NewAuditEntry
@@ -58,21 +54,6 @@ HEADERS_UNREADABLE = (
 EMPTY_ERROR = "The tool reported an error without a message."
 IMAGE_TYPES = frozenset({"image/png", "image/jpeg", "image/gif", "image/webp"})
 Outcome = Literal["ok", "tool_error", "unreachable", "unavailable", "failed"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ToolServerSession:
-    """What the tools read and write in one short unit of work of the caller's organization:
-    the answer that calls them outlives any request, so it holds no connection between
-    calls."""
-
-    servers: ToolServerRepository
-    audit: AuditLog
-    uow: UnitOfWork
-
-
-ToolServerSessions = Callable[[Caller], AbstractAsyncContextManager[ToolServerSession]]
-"""Opens a `ToolServerSession` acting for a member (the wiring's short scope)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

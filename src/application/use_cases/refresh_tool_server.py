@@ -2,13 +2,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import ToolConnector
-from application.ports.tool_server_repository import ToolServerRepository
-from application.ports.unit_of_work import UnitOfWork
-from application.tool_discovery import audit_details, audit_entry, discover_sealed
+from application.tool_discovery import (
+    ToolServerSessions,
+    audit_details,
+    audit_entry,
+    discover_sealed,
+)
 from domain.agents import require_agent_manager
 from domain.errors import NotFound
 from domain.identity import Caller
@@ -35,45 +37,41 @@ class RefreshToolServer:
     """Ask a tool server of the caller's organization for its tools again and store them.
 
     Rules: only an agent manager may (403 otherwise); a missing or foreign server is 404 "Tool
-    server not found". The server is asked before anything is written (no transaction waits on
-    the network). A server that cannot be reached (its address no longer allowed included),
-    times out or answers nonsense gives status `error` with the reason, and keeps the tools
-    found before; so do header values no configured key opens any more. The refresh is written
-    to the audit log.
+    server not found", also when it is deleted while it is asked. The server is asked with no
+    database connection held (short units of work before and after). A server that cannot be
+    reached (its address no longer allowed included), times out or answers nonsense gives status
+    `error` with the reason, and keeps the tools found before; so do header values no configured
+    key opens any more. The refresh is written to the audit log.
     """
 
     def __init__(
         self,
-        servers: ToolServerRepository,
+        sessions: ToolServerSessions,
         connector: ToolConnector,
         box: SecretBox,
-        audit: AuditLog,
         clock: Clock,
-        uow: UnitOfWork,
     ) -> None:
-        self._servers = servers
+        self._sessions = sessions
         self._connector = connector
         self._box = box
-        self._audit = audit
         self._clock = clock
-        self._uow = uow
 
     async def execute(self, command: RefreshToolServerCommand) -> ToolServer:
         caller = command.caller
         require_agent_manager(caller)
-        server = await self._servers.get(caller.org_id, command.server_id)
-        if server is None:
-            raise NotFound(TOOL_SERVER_NOT_FOUND)
+        async with self._sessions(caller) as session:
+            server = await session.servers.get(caller.org_id, command.server_id)
+            if server is None:
+                raise NotFound(TOOL_SERVER_NOT_FOUND)
+            sealed = await session.servers.sealed_headers(caller.org_id, server.id)
         found = await discover_sealed(
-            self._connector,
-            self._box,
-            self._clock,
-            kind=server.kind,
-            url=server.url,
-            sealed=await self._servers.sealed_headers(caller.org_id, server.id),
+            self._connector, self._box, self._clock, kind=server.kind, url=server.url, sealed=sealed
         )
-        server = await self._servers.record_discovery(caller.org_id, server.id, found)
-        details = audit_details(server, error=server.error)
-        await self._audit.record(audit_entry(caller, TOOL_SERVER_REFRESHED, server.id, details))
-        await self._uow.commit()
+        async with self._sessions(caller) as session:
+            server = await session.servers.record_discovery(caller.org_id, server.id, found)
+            details = audit_details(server, error=server.error)
+            await session.audit.record(
+                audit_entry(caller, TOOL_SERVER_REFRESHED, server.id, details)
+            )
+            await session.uow.commit()
         return server

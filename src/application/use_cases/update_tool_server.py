@@ -3,17 +3,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from application.ports.audit_log import AuditLog
 from application.ports.clock import Clock
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import ToolConnector
-from application.ports.tool_server_repository import (
-    Discovery,
-    NewToolServer,
-    ToolServerRepository,
-)
-from application.ports.unit_of_work import UnitOfWork
+from application.ports.tool_server_repository import Discovery, NewToolServer
 from application.tool_discovery import (
+    ToolServerSession,
+    ToolServerSessions,
     audit_details,
     audit_entry,
     check_address,
@@ -31,6 +27,7 @@ from domain.tool_server_fields import (
 )
 from domain.tool_servers import (
     HEADERS_FOR_NEW_HOST,
+    TOOL_SERVER_CHANGED,
     TOOL_SERVER_NAME_TAKEN,
     TOOL_SERVER_NOT_FOUND,
     ToolServer,
@@ -70,69 +67,55 @@ class UpdateToolServer:
     change, the new address must be allowed (400 "Tool server address is not allowed", nothing
     changed) and the server is asked for its tools again before anything is written, with the
     outcome of a refresh (status `error` and the reason when it cannot be reached, the tools
-    found before kept). A name another server of the organization uses is 409. The change is
+    found before kept); no database connection is held while it is asked, and a change made by
+    someone else meanwhile is 409 "The tool server was changed meanwhile; send the change
+    again" (nothing written). A name another server of the organization uses is 409. The change is
     written to the audit log with the names of the fields sent, never a header value.
     """
 
     def __init__(
         self,
-        servers: ToolServerRepository,
+        sessions: ToolServerSessions,
         connector: ToolConnector,
         box: SecretBox,
-        audit: AuditLog,
         clock: Clock,
-        uow: UnitOfWork,
     ) -> None:
-        self._servers = servers
+        self._sessions = sessions
         self._connector = connector
         self._box = box
-        self._audit = audit
         self._clock = clock
-        self._uow = uow
 
     async def execute(self, command: UpdateToolServerCommand) -> ToolServer:
         caller = command.caller
         org_id = caller.org_id
         require_agent_manager(caller)
-        current = await self._servers.get(org_id, command.server_id)
-        if current is None:
-            raise NotFound(TOOL_SERVER_NOT_FOUND)
         values = sent_values(command.changes)
-        name = values.get("name", current.name)
-        kind = values.get("kind", current.kind)
-        url = values.get("url", current.url)
-        headers_sent = "headers" in values
-        reconnect = headers_sent or kind != current.kind or url != current.url
-        if current.header_names and not headers_sent and _origin(url) != _origin(current.url):
-            # The header values are credentials for the old host: a manager moving the server
-            # elsewhere must give them again, or they would go to a host of his choosing.
-            raise Invalid(HEADERS_FOR_NEW_HOST, [field_error("headers", HEADERS_FOR_NEW_HOST)])
-        if reconnect:
-            await check_address(self._connector, url)
-        if name != current.name and any(
-            s.name == name and s.id != current.id for s in await self._servers.list(org_id)
-        ):
-            raise Conflict(TOOL_SERVER_NAME_TAKEN)
-        if headers_sent:
-            headers = values["headers"]
-            sealed = seal_headers(self._box, headers)
-            header_names = tuple(headers)
-        else:
-            sealed = await self._servers.sealed_headers(org_id, current.id)
-            header_names = current.header_names
-        found: Discovery | None = None
-        if reconnect and headers_sent:
-            found = await discover(
-                self._connector, self._clock, kind=kind, url=url, headers=headers
-            )
-        elif reconnect:
-            found = await discover_sealed(
-                self._connector, self._box, self._clock, kind=kind, url=url, sealed=sealed
-            )
-        server = await self._servers.replace(
-            org_id,
-            current.id,
-            NewToolServer(
+        async with self._sessions(caller) as session:
+            current = await session.servers.get(org_id, command.server_id)
+            if current is None:
+                raise NotFound(TOOL_SERVER_NOT_FOUND)
+            name = values.get("name", current.name)
+            kind = values.get("kind", current.kind)
+            url = values.get("url", current.url)
+            headers_sent = "headers" in values
+            reconnect = headers_sent or kind != current.kind or url != current.url
+            if current.header_names and not headers_sent and _origin(url) != _origin(current.url):
+                # The header values are credentials for the old host: a manager moving the
+                # server elsewhere must give them again, or they would go to a host of his
+                # choosing.
+                problem = [field_error("headers", HEADERS_FOR_NEW_HOST)]
+                raise Invalid(HEADERS_FOR_NEW_HOST, problem)
+            if name != current.name and any(
+                s.name == name and s.id != current.id for s in await session.servers.list(org_id)
+            ):
+                raise Conflict(TOOL_SERVER_NAME_TAKEN)
+            if headers_sent:
+                sealed = seal_headers(self._box, values["headers"])
+                header_names = tuple(values["headers"])
+            else:
+                sealed = await session.servers.sealed_headers(org_id, current.id)
+                header_names = current.header_names
+            new = NewToolServer(
                 name=name,
                 kind=kind,
                 url=url,
@@ -141,15 +124,44 @@ class UpdateToolServer:
                 sealed_headers=sealed,
                 require_approval=values.get("require_approval", current.require_approval),
                 enabled=values.get("enabled", current.enabled),
-            ),
-        )
-        if found is not None:
-            server = await self._servers.record_discovery(org_id, server.id, found)
-        changed = [_WIRE_NAMES.get(n, n) for n in values]
-        details = audit_details(server, changed=changed)
-        await self._audit.record(audit_entry(caller, TOOL_SERVER_UPDATED, server.id, details))
-        await self._uow.commit()
-        return server
+            )
+            if not reconnect:
+                return await _store(session, caller, current.id, new, None, list(values))
+        await check_address(self._connector, url)
+        if headers_sent:
+            found = await discover(
+                self._connector, self._clock, kind=kind, url=url, headers=values["headers"]
+            )
+        else:
+            found = await discover_sealed(
+                self._connector, self._box, self._clock, kind=kind, url=url, sealed=sealed
+            )
+        async with self._sessions(caller) as session:
+            latest = await session.servers.get(org_id, current.id)
+            if latest is None:
+                raise NotFound(TOOL_SERVER_NOT_FOUND)
+            if latest.updated_at != current.updated_at:
+                raise Conflict(TOOL_SERVER_CHANGED)
+            return await _store(session, caller, current.id, new, found, list(values))
+
+
+async def _store(
+    session: ToolServerSession,
+    caller: Caller,
+    server_id: int,
+    new: NewToolServer,
+    found: Discovery | None,
+    sent: list[str],
+) -> ToolServer:
+    """Write the change (and the discovery made for it), audited, and commit."""
+    org_id = caller.org_id
+    server = await session.servers.replace(org_id, server_id, new)
+    if found is not None:
+        server = await session.servers.record_discovery(org_id, server.id, found)
+    details = audit_details(server, changed=[_WIRE_NAMES.get(n, n) for n in sent])
+    await session.audit.record(audit_entry(caller, TOOL_SERVER_UPDATED, server.id, details))
+    await session.uow.commit()
+    return server
 
 
 def _origin(url: str) -> tuple[str, str, int | None]:

@@ -13,7 +13,7 @@ searches knowledge bases the same way, one short scope per search.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from dataclasses import replace
 
 from dishka import AsyncContainer, Provider, Scope, alias, provide, provide_all
@@ -23,7 +23,6 @@ from adapters.chat.run_streams import InProcessChatStreams
 from adapters.postgres.cancel_listener import PgCancelListener
 from application.agent.inline_skills import InlineSkills
 from application.metering import SpendMeter
-from application.ports.audit_log import AuditLog
 from application.ports.background_tasks import BackgroundTasks
 from application.ports.chat_model import ChatModelRegistry
 from application.ports.chat_run_log import ChatRunLog
@@ -38,13 +37,12 @@ from application.ports.skill_catalog import (
     SkillSummary,
 )
 from application.ports.tool_connector import ToolConnector
-from application.ports.tool_server_repository import ToolServerRepository
-from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import ToolServerSessions
 from application.tools.knowledge_search import KnowledgeSearchTool
 from application.tools.load_skill import LoadSkillTool
 from application.tools.read_skill_file import ReadSkillFileTool
 from application.tools.registry import ToolRegistry
-from application.tools.server_tools import ServerTools, ToolServerSession, ToolServerSessions
+from application.tools.server_tools import ServerTools
 from application.tools.skill_library import SkillLibrary
 from application.use_cases.answer_tool_approval import AnswerToolApproval
 from application.use_cases.cancel_chat_response import CancelChatResponse
@@ -130,22 +128,6 @@ class ScopedSkillCatalog:
             return await library.read_file(caller, skill_id, path, max_bytes=max_bytes)
 
 
-def tool_server_sessions(scopes: OrgScopes) -> ToolServerSessions:
-    """`ToolServerSessions` on short scopes: one connection per read or audit entry, returned
-    before a call to a tool server, which may take its whole timeout."""
-
-    @asynccontextmanager
-    async def session(caller: Caller) -> AsyncIterator[ToolServerSession]:
-        async with scopes.acting_for(caller) as scope:
-            yield ToolServerSession(
-                servers=await scope.get(ToolServerRepository),
-                audit=await scope.get(AuditLog),
-                uow=await scope.get(UnitOfWork),
-            )
-
-    return session
-
-
 class ChatProvider(Provider):
     """Everything behind `/chat`."""
 
@@ -195,6 +177,7 @@ class ChatProvider(Provider):
         scopes: OrgScopes,
         secrets: SecretBox,
         connector: ToolConnector,
+        sessions: ToolServerSessions,
         settings: Settings,
     ) -> ToolRegistry:
         # The order here is the order the tools are offered to the model.
@@ -204,7 +187,7 @@ class ChatProvider(Provider):
                 LoadSkillTool(skills),
                 ReadSkillFileTool(skills),
                 ServerTools(
-                    tool_server_sessions(scopes),
+                    sessions,
                     secrets,
                     connector,
                     max_offered=settings.tools.max_offered,

@@ -5,21 +5,27 @@ from __future__ import annotations
 
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 from dishka import Provider, Scope, provide, provide_all
 
 from adapters.postgres.tool_servers import PgToolServerRepository
 from adapters.secrets.fernet_box import FernetSecretBox, load_or_create_key
 from adapters.tools.connector import HttpToolConnector
+from application.ports.audit_log import AuditLog
 from application.ports.secret_box import SecretBox
 from application.ports.tool_connector import ToolConnector
 from application.ports.tool_server_repository import ToolServerRepository
+from application.ports.unit_of_work import UnitOfWork
+from application.tool_discovery import ToolServerSession, ToolServerSessions
 from application.use_cases.create_tool_server import CreateToolServer
 from application.use_cases.delete_tool_server import DeleteToolServer
 from application.use_cases.list_tool_servers import ListToolServers
 from application.use_cases.refresh_tool_server import RefreshToolServer
 from application.use_cases.update_tool_server import UpdateToolServer
+from domain.identity import Caller
 from entrypoints.config import Settings
+from entrypoints.wiring.chat import OrgScopes
 
 log = logging.getLogger(__name__)
 KEY_FILE = "secrets.key"
@@ -31,9 +37,15 @@ class ToolProvider(Provider):
     scope = Scope.REQUEST
 
     servers = provide(PgToolServerRepository, provides=ToolServerRepository)
-    use_cases = provide_all(
-        CreateToolServer, ListToolServers, UpdateToolServer, DeleteToolServer, RefreshToolServer
+    use_cases = provide_all(ListToolServers, DeleteToolServer)
+    # No request connection: they talk to tool servers between short units of work.
+    discovering = provide_all(
+        CreateToolServer, UpdateToolServer, RefreshToolServer, scope=Scope.APP
     )
+
+    @provide(scope=Scope.APP)
+    def sessions(self, scopes: OrgScopes) -> ToolServerSessions:
+        return tool_server_sessions(scopes)
 
     @provide(scope=Scope.APP)
     def secret_box(self, settings: Settings) -> SecretBox:
@@ -49,6 +61,22 @@ class ToolProvider(Provider):
             yield connector
         finally:
             await connector.aclose()
+
+
+def tool_server_sessions(scopes: OrgScopes) -> ToolServerSessions:
+    """`ToolServerSessions` on short scopes: one connection per read or audit entry, returned
+    before a call to a tool server, which may take its whole timeout."""
+
+    @asynccontextmanager
+    async def session(caller: Caller) -> AsyncIterator[ToolServerSession]:
+        async with scopes.acting_for(caller) as scope:
+            yield ToolServerSession(
+                servers=await scope.get(ToolServerRepository),
+                audit=await scope.get(AuditLog),
+                uow=await scope.get(UnitOfWork),
+            )
+
+    return session
 
 
 def development_key(settings: Settings) -> str:

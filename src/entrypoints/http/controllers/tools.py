@@ -14,7 +14,7 @@ from application.use_cases.list_tool_servers import ListToolServers, ListToolSer
 from application.use_cases.refresh_tool_server import RefreshToolServer, RefreshToolServerCommand
 from application.use_cases.update_tool_server import UpdateToolServer, UpdateToolServerCommand
 from domain.agents import require_agent_manager
-from domain.identity import Caller
+from domain.identity import Caller, Identity
 from entrypoints.http.injection import inject
 from entrypoints.http.openapi import body_errors, errors
 from entrypoints.http.params import TOOL_SERVER_ID
@@ -28,6 +28,7 @@ from entrypoints.http.tool_schemas import (
     ToolServerResponse,
     UpdateToolServerBody,
 )
+from entrypoints.wiring import OrgScopes
 
 
 class ToolServerController(Controller):
@@ -46,9 +47,11 @@ class ToolServerController(Controller):
     async def create(
         self,
         data: JSONBody[CreateToolServerBody],
-        caller: FromDishka[Caller],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
         use_case: FromDishka[CreateToolServer],
     ) -> ToolServerResponse:
+        caller = await _caller(scopes, identity)
         server = await use_case.execute(command(CreateToolServerCommand.parse, data, caller=caller))
         return ToolServerResponse(success=True, tool_server=ToolServerOut.of(server))
 
@@ -84,9 +87,11 @@ class ToolServerController(Controller):
     async def update(
         self,
         data: JSONBody[UpdateToolServerBody],
-        caller: FromDishka[Caller],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
         use_case: FromDishka[UpdateToolServer],
     ) -> ToolServerResponse:
+        caller = await _caller(scopes, identity)
         server = await use_case.execute(command(UpdateToolServerCommand.parse, data, caller=caller))
         return ToolServerResponse(success=True, tool_server=ToolServerOut.of(server))
 
@@ -120,10 +125,19 @@ class ToolServerController(Controller):
     async def refresh(
         self,
         data: JSONBody[RefreshToolServerBody],
-        caller: FromDishka[Caller],
+        identity: FromDishka[Identity],
+        scopes: FromDishka[OrgScopes],
         use_case: FromDishka[RefreshToolServer],
     ) -> ToolServerResponse:
+        caller = await _caller(scopes, identity)
         server = await use_case.execute(
             command(RefreshToolServerCommand.parse, data, caller=caller)
         )
         return ToolServerResponse(success=True, tool_server=ToolServerOut.of(server))
+
+
+async def _caller(scopes: OrgScopes, identity: Identity) -> Caller:
+    """The caller, resolved in a short scope: these routes talk to a tool server, and the
+    request's own scope would hold a database connection while it answers."""
+    async with scopes.acting_as(identity) as scope:
+        return await scope.get(Caller)
