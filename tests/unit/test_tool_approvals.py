@@ -457,6 +457,8 @@ async def test_an_expired_approval_can_be_denied_and_approving_it_still_lets_the
     answered = await thread.decide(thread_id, approval, False)
     assert answered.run_id is not None
     assert [e.action for e in thread.audit.of("org_a")] == [TOOL_DENIED]
+    # Dismissed without a reason: the model is told it expired.
+    assert (await thread.parts(thread_id))[-1]["reason"] == EXPIRED_REASON
 
 
 async def test_a_provider_that_repeats_call_ids_still_gets_each_call_answered_apart():

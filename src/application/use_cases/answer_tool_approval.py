@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import uuid
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +30,7 @@ from domain.tool_approvals import (
     APPROVAL_EXPIRED,
     APPROVAL_NOT_FOUND,
     APPROVAL_RUNNING,
+    EXPIRED_REASON,
     ApprovalDecision,
     approval_ids,
     approval_response_part,
@@ -126,6 +128,8 @@ class AnswerToolApproval:
                 parts = copy.deepcopy(paused.parts)
                 await self._continue(caller, conversation.agent_id, paused, parts, messages)
             raise Conflict(APPROVAL_EXPIRED)
+        if call.expired(now) and not decision.reason:
+            decision = dataclasses.replace(decision, reason=EXPIRED_REASON)
         parts = copy.deepcopy(paused.parts)
         parts.append(approval_response_part(call, decision))
         await self._audit.record(
