@@ -3,12 +3,14 @@ model scripted) and a real MCP server on loopback whose `echo` needs approval: a
 the tool's output and the rest of the answer in the same message; denying (with a reason) on a
 reloaded page shows the call as denied and the model's answer after it; a reload while the
 answer goes on after an approval follows it on; a decision the service refuses (already answered
-elsewhere) is shown plainly and the stored state read again; an expired approval has no buttons;
-and the approval's controls have no serious accessibility violation."""
+elsewhere) is shown plainly and the stored state read again; an expired approval is only
+dismissed (a denial), and the answer goes on; the buttons are disabled while a decision is
+being sent; and the approval's controls have no serious accessibility violation."""
 
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 import tempfile
 import threading
@@ -17,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Locator, Page, expect
+from playwright.sync_api import Locator, Page, Route, expect
 
 from tests.browser.backend import Console, running_console, text_script, tool_call_script
 from tests.browser.support import (
@@ -29,6 +31,7 @@ from tests.browser.support import (
     serious_violations,
 )
 from tests.integration import tool_servers_support as tool_servers
+from tests.integration.test_chat_model_openai import sse_delta, sse_head
 
 TOOL = "kit__echo"
 ECHOED = "hello from the tool"
@@ -183,9 +186,15 @@ def test_a_denied_call_is_shown_denied_with_its_reason_and_the_answer_after_it(
     guard.check()
 
 
-def test_an_expired_approval_is_shown_expired_without_its_buttons(console, mcp_url, guard: Guard):
+def test_an_expired_approval_is_dismissed_as_denied_and_the_answer_goes_on(
+    console, mcp_url, guard: Guard
+):
     token = agent_with_guarded_echo(console, mcp_url, "org_expired")
-    console.provider.plan("let it expire", tool_call_script(TOOL, {"text": ECHOED}))
+    plan = console.provider.plan(
+        "let it expire",
+        tool_call_script(TOOL, {"text": ECHOED}),
+        text_script("No decision came: I did not call it."),
+    )
     page = guard.new_page()
     page.clock.install()
     page.goto(console.handoff(token))
@@ -193,11 +202,28 @@ def test_an_expired_approval_is_shown_expired_without_its_buttons(console, mcp_u
     request = waiting_for_approval(page)
     expect(request.get_by_role("button", name="Approve", exact=True)).to_be_visible()
 
-    # Past the approval's `expiresAt` (a day, AP_TOOL_APPROVAL_TTL's default) in the page.
+    # Past the approval's `expiresAt` (a day, AP_TOOL_APPROVAL_TTL's default) in the page: its
+    # only control is Dismiss. (The service's clock has not moved: it takes the dismissal as a
+    # plain denial, as it would an expired one.)
     page.clock.fast_forward("24:00:01")
     expect(request).to_contain_text("approval expired")
     expect(request).to_contain_text("The approval expired: the call was not made.")
-    expect(request.get_by_role("button")).to_have_count(0)
+    expect(request.get_by_role("button")).to_have_count(1)
+    dismiss = request.get_by_role("button", name="Dismiss", exact=True)
+    with page.expect_request(
+        lambda r: r.method == "POST" and r.url.endswith("/approvals")
+    ) as posted:
+        dismiss.click()
+    body = posted.value.post_data_json
+    assert body["approved"] is False and "reason" not in body, body
+
+    answer = last_answer(page)
+    expect(answer).to_contain_text("No decision came: I did not call it.")
+    expect(answer.get_by_text("Denied", exact=True)).to_be_visible()
+    expect(answer.locator("details.tool-call summary")).to_have_text(f"Tool call: {TOOL} (denied)")
+    expect(chat_status(page)).to_have_text("Done")
+    expect(approval(page)).to_have_count(0)
+    assert len(plan.requests) == 2
     guard.check()
 
 
@@ -263,6 +289,77 @@ def test_a_decision_made_elsewhere_is_reported_and_the_stored_state_shown(
     expect(answer.get_by_text("Denied: By API", exact=True)).to_be_visible()
     expect(answer).to_contain_text("Fine, no echo then.", timeout=20_000)
     expect(approval(page)).to_have_count(0)
+    guard.check()
+
+
+def two_calls_script(name: str, texts: list[str]) -> list[bytes | float]:
+    """One step calling `name` once per text (ids call_1, call_2, …), then `tool_calls`."""
+    calls = [
+        {
+            "index": i,
+            "id": f"call_{i + 1}",
+            "type": "function",
+            "function": {"name": name, "arguments": json.dumps({"text": text})},
+        }
+        for i, text in enumerate(texts)
+    ]
+    chunk = {"choices": [{"index": 0, "delta": {"role": "assistant", "tool_calls": calls}}]}
+    return [sse_head(), f"data: {json.dumps(chunk)}\n\n".encode(), sse_delta(finish="tool_calls")]
+
+
+def test_while_a_decision_is_sent_the_chat_is_busy_and_the_answer_waits_for_the_last_one(
+    console, mcp_url, guard: Guard
+):
+    token = agent_with_guarded_echo(console, mcp_url, "org_two_calls")
+    plan = console.provider.plan(
+        "two echoes",
+        two_calls_script(TOOL, ["first echo", "second echo"]),
+        text_script("Both echoes are done."),
+    )
+    page = open_signed_in(guard, console.handoff(token))
+    ask(page, "Please make two echoes.", agent="Operator")
+    requests = approval(page)
+    expect(requests).to_have_count(2)
+    expect(chat_status(page)).to_have_text("Waiting for approval")
+    first, second = requests.nth(0), requests.nth(1)
+    expect(first).to_contain_text("first echo")
+    expect(second).to_contain_text("second echo")
+
+    # The first decision is held on its way: nothing else can be sent meanwhile.
+    held: list[Route] = []
+
+    def hold(route: Route) -> None:
+        held.append(route)
+
+    page.route("**/chat/*/approvals", hold)
+    page.get_by_label("Message", exact=True).fill("Something else")
+    first.get_by_role("button", name="Approve", exact=True).click()
+    send = page.get_by_role("button", name="Send", exact=True)
+    expect(send).to_be_disabled()
+    for button in ("Approve", "Deny"):
+        expect(first.get_by_role("button", name=button, exact=True)).to_be_disabled()
+        expect(second.get_by_role("button", name=button, exact=True)).to_be_disabled()
+    assert len(held) == 1, held
+    held[0].continue_()
+    page.unroute("**/chat/*/approvals")
+
+    # Another call still waits: the answer does not go on yet.
+    expect(requests).to_have_count(1)
+    expect(last_answer(page).locator("details.tool-call summary")).to_have_text(
+        f"Tool call: {TOOL} (approved)"
+    )
+    expect(chat_status(page)).to_have_text("Waiting for approval")
+    expect(send).to_be_enabled()
+    assert len(plan.requests) == 1, "the model was asked again before the last decision"
+
+    approval(page).get_by_role("button", name="Approve", exact=True).click()
+    answer = last_answer(page)
+    expect(answer).to_contain_text("Both echoes are done.")
+    expect(chat_status(page)).to_have_text("Done")
+    expect(answer.locator("details.tool-call summary")).to_have_text(
+        [f"Tool call: {TOOL} (done)", f"Tool call: {TOOL} (done)"]
+    )
+    assert len(plan.requests) == 2
     guard.check()
 
 

@@ -5,7 +5,7 @@ import { useQuery, useQueryClient } from '@tanstack/react-query'
 import { Link, useLocation, useNavigate, useParams, useSearchParams } from 'react-router'
 import { api, ApiError } from '../api/client'
 import { keys, orderAgents, useAgents, useConsoleLayout } from '../api/hooks'
-import type { Agent, ConversationDetail } from '../api/types'
+import type { Agent, ConversationDetail, StreamStatus } from '../api/types'
 import { ErrorNote, errorMessage } from '../ui/ErrorNote'
 import type { ApprovalAnswer } from './approvals'
 import { asApiError, chatErrorMessage } from './errors'
@@ -30,6 +30,11 @@ function endsWithStoredError(messages: UIMessage[]): boolean {
 
 function useOutcome(session: ChatSession): Outcome {
   return useSyncExternalStore(session.subscribe, session.getOutcome, session.getOutcome)
+}
+
+/** Whether a decision on a tool call is being sent (or the answer it lets go on followed). */
+function useContinuing(session: ChatSession): boolean {
+  return useSyncExternalStore(session.subscribe, session.getContinuing, session.getContinuing)
 }
 
 function useChatStatus(session: ChatSession) {
@@ -181,6 +186,7 @@ function ThreadChat({ threadId }: { threadId: string }) {
       agentLocked
       resume={session.fromHistory}
       polling={polling}
+      streamStatus={data ? data.streamStatus : undefined}
     />
   )
 }
@@ -196,18 +202,24 @@ function ChatView(props: {
   agentLocked: boolean
   resume: boolean
   polling?: boolean
+  /** The stored conversation's state, when read (undefined: not known). */
+  streamStatus?: StreamStatus | null
 }) {
   const { session, title, agents, agentsLoading, agentsError, agentId, onAgentChange, agentLocked, resume, polling } = props
+  const { streamStatus } = props
   const { messages, status, error, sendMessage } = useChat({ chat: session.chat, resume })
   const outcome = useOutcome(session)
+  const continuing = useContinuing(session)
   const queryClient = useQueryClient()
   const [approvalError, setApprovalError] = useState<unknown>(null)
   const [input, setInput] = useState('')
   const [citation, setCitation] = useState<CitationTarget | null>(null)
   const inputId = useId()
   const agentSelectId = useId()
-  const busy = status === 'submitted' || status === 'streaming'
-  const answering = busy || Boolean(polling)
+  const streaming = status === 'submitted' || status === 'streaming'
+  // Busy too while a decision on a tool call is being sent: nothing else is sent meanwhile.
+  const busy = streaming || continuing
+  const answering = streaming || Boolean(polling)
 
   // Auto-scroll follows the answer only while the reader is at the bottom.
   const listRef = useRef<HTMLDivElement>(null)
@@ -237,13 +249,13 @@ function ChatView(props: {
   const agentKnown = agentId != null && agents.some((a) => a.id === agentId)
   const canSend = !busy && input.trim() !== '' && agentId != null
 
-  // A decision the service refused (404: no such approval; 409: answered or expired) is shown,
-  // and the stored conversation read again for the call's current state.
+  // A decision the service refused (404: no such approval; 409: answered, expired, or the answer
+  // still running) is shown, and the stored conversation read again for the call's current state.
   const answerApproval = useCallback(
     async (answer: ApprovalAnswer) => {
       setApprovalError(null)
       try {
-        await session.answerApproval(answer)
+        await session.answerApproval(answer, setApprovalError)
       } catch (failure) {
         setApprovalError(failure)
       } finally {
@@ -268,6 +280,12 @@ function ChatView(props: {
       }
     })
   }
+
+  // Decisions go to the last message's calls, once no answer streams and no decision is being
+  // sent, while the stored conversation (when read) waits for them.
+  const lastIndex = messages.length - 1
+  const decisions = useMemo(() => ({ onAnswer: answerApproval, enabled: !busy }), [answerApproval, busy])
+  const decidable = streamStatus === undefined || streamStatus === 'awaiting_approval'
 
   const statusText = answering ? 'Answering…' : outcome ? OUTCOME_TEXT[outcome] : ''
 
@@ -311,8 +329,13 @@ function ChatView(props: {
         onScroll={onScroll}
       >
         {messages.length === 0 && <p className="empty">Ask the agent a question to start.</p>}
-        {messages.map((message) => (
-          <MessageView key={message.id} message={message} onCite={setCitation} onAnswer={answerApproval} />
+        {messages.map((message, index) => (
+          <MessageView
+            key={message.id}
+            message={message}
+            onCite={setCitation}
+            decisions={decidable && index === lastIndex && message.role === 'assistant' ? decisions : undefined}
+          />
         ))}
         {status === 'submitted' && (
           <p className="thinking" aria-hidden="true">

@@ -2,7 +2,7 @@ import { lazy, Suspense } from 'react'
 import type { UIMessage } from 'ai'
 import { CopyButton } from '../ui/CopyButton'
 import { rawText, sourceLocation, type SourceLocation } from './parts'
-import { ToolCall, type AnswerApproval, type ToolPartShape } from './ToolCall'
+import { ToolCall, type Decisions, type ToolPartShape } from './ToolCall'
 
 const Markdown = lazy(() => import('./Markdown'))
 
@@ -23,12 +23,12 @@ function PlainText({ text }: { text: string }) {
 export function MessageView({
   message,
   onCite,
-  onAnswer,
+  decisions,
 }: {
   message: UIMessage
   onCite: (target: CitationTarget) => void
-  /** Sends a decision on a tool call waiting for approval (none: the buttons are not shown). */
-  onAnswer?: AnswerApproval
+  /** The decision controls of its calls waiting for approval (none: not shown). */
+  decisions?: Decisions
 }) {
   const isUser = message.role === 'user'
   const sources = message.parts.filter(
@@ -63,7 +63,7 @@ export function MessageView({
             )
           }
           if (isToolPart(part))
-            return <ToolCall key={index} part={part as unknown as ToolPartShape} onAnswer={onAnswer} />
+            return <ToolCall key={index} part={part as unknown as ToolPartShape} decisions={decisions} />
           if (part.type === 'data-error') {
             const data = (part as { data?: { errorText?: string } }).data
             return (

@@ -15,6 +15,13 @@ export interface ToolPartShape {
 
 export type AnswerApproval = (answer: ApprovalAnswer) => Promise<void>
 
+/** The decision controls of a message's calls waiting for approval: none (not shown), or shown,
+ * enabled only while the chat can take a decision (no answer streaming, no decision being sent). */
+export interface Decisions {
+  onAnswer: AnswerApproval
+  enabled: boolean
+}
+
 function pretty(value: unknown): string {
   if (value === undefined) return ''
   if (typeof value === 'string') return value
@@ -46,8 +53,8 @@ function isDenied(part: ToolPartShape): boolean {
   return part.state === 'output-denied' || (part.state === 'approval-responded' && part.approval?.approved === false)
 }
 
-export function ToolCall({ part, onAnswer }: { part: ToolPartShape; onAnswer?: AnswerApproval }) {
-  if (part.state === 'approval-requested') return <ApprovalRequest part={part} onAnswer={onAnswer} />
+export function ToolCall({ part, decisions }: { part: ToolPartShape; decisions?: Decisions }) {
+  if (part.state === 'approval-requested') return <ApprovalRequest part={part} decisions={decisions} />
   const reason = part.approval?.reason
   return (
     <>
@@ -91,11 +98,12 @@ function useExpired(approval: ToolApproval | undefined): boolean {
   return isExpired(approval, now)
 }
 
-function ApprovalRequest({ part, onAnswer }: { part: ToolPartShape; onAnswer?: AnswerApproval }) {
+function ApprovalRequest({ part, decisions }: { part: ToolPartShape; decisions?: Decisions }) {
   const name = toolName(part)
   const titleId = useId()
   const expired = useExpired(part.approval)
   const approvalId = part.approval?.id
+  const controls = decisions && approvalId ? { approvalId, decisions } : null
   return (
     <div className="tool-approval" role="group" aria-labelledby={titleId}>
       <p id={titleId} className="tool-approval-title">
@@ -107,35 +115,64 @@ function ApprovalRequest({ part, onAnswer }: { part: ToolPartShape; onAnswer?: A
       <h4>Input</h4>
       <pre>{pretty(part.input) || '(none)'}</pre>
       {expired ? (
-        <p className="note">The approval expired: the call was not made.</p>
-      ) : onAnswer && approvalId ? (
-        <Decision approvalId={approvalId} onAnswer={onAnswer} />
+        <>
+          <p className="note">The approval expired: the call was not made.</p>
+          {controls && <Dismissal {...controls} />}
+        </>
+      ) : controls ? (
+        <Decision {...controls} />
       ) : null}
     </div>
   )
 }
 
-function Decision({ approvalId, onAnswer }: { approvalId: string; onAnswer: AnswerApproval }) {
+/** Sends a decision, `sending` true until the service has taken it (and the answer it lets go
+ * on has been followed). */
+function useSend(onAnswer: AnswerApproval) {
+  const [sending, setSending] = useState(false)
+  const send = (answer: ApprovalAnswer) => {
+    setSending(true)
+    void onAnswer(answer).finally(() => setSending(false))
+  }
+  return { sending, send }
+}
+
+/** An expired approval counts as denied: dismissing it says so, and the answer goes on. */
+function Dismissal({ approvalId, decisions }: { approvalId: string; decisions: Decisions }) {
+  const { sending, send } = useSend(decisions.onAnswer)
+  return (
+    <div className="tool-approval-actions">
+      <button
+        type="button"
+        className="button-secondary"
+        disabled={sending || !decisions.enabled}
+        onClick={() => send({ approvalId, approved: false })}
+      >
+        Dismiss
+      </button>
+    </div>
+  )
+}
+
+function Decision({ approvalId, decisions }: { approvalId: string; decisions: Decisions }) {
   const [denying, setDenying] = useState(false)
   const [reason, setReason] = useState('')
-  const [sending, setSending] = useState(false)
+  const { sending, send } = useSend(decisions.onAnswer)
   const reasonId = useId()
+  const disabled = sending || !decisions.enabled
 
   const answer = (approved: boolean) => {
-    setSending(true)
     const trimmed = reason.trim()
-    void onAnswer({ approvalId, approved, reason: approved || !trimmed ? undefined : trimmed }).finally(() =>
-      setSending(false),
-    )
+    send({ approvalId, approved, reason: approved || !trimmed ? undefined : trimmed })
   }
 
   if (!denying) {
     return (
       <div className="tool-approval-actions">
-        <button type="button" className="button-primary" disabled={sending} onClick={() => answer(true)}>
+        <button type="button" className="button-primary" disabled={disabled} onClick={() => answer(true)}>
           Approve
         </button>
-        <button type="button" className="button-secondary" disabled={sending} onClick={() => setDenying(true)}>
+        <button type="button" className="button-secondary" disabled={disabled} onClick={() => setDenying(true)}>
           Deny
         </button>
       </div>
@@ -146,7 +183,7 @@ function Decision({ approvalId, onAnswer }: { approvalId: string; onAnswer: Answ
       className="tool-approval-deny"
       onSubmit={(event) => {
         event.preventDefault()
-        answer(false)
+        if (!disabled) answer(false)
       }}
     >
       <label htmlFor={reasonId}>Reason (optional)</label>
@@ -159,7 +196,7 @@ function Decision({ approvalId, onAnswer }: { approvalId: string; onAnswer: Answ
         onChange={(event) => setReason(event.target.value)}
       />
       <div className="tool-approval-actions">
-        <button type="submit" className="button-danger" disabled={sending}>
+        <button type="submit" className="button-danger" disabled={disabled}>
           Deny
         </button>
         <button type="button" className="button-secondary" disabled={sending} onClick={() => setDenying(false)}>

@@ -13,11 +13,8 @@ export function isExpired(approval: ToolApproval | undefined, now = Date.now()):
   return deadline <= now
 }
 
-/** Whether a call of the message still waits for an approval that can be given. */
+/** Whether a call of the message still waits for a decision (an expired one: to be dismissed,
+ * which lets the answer go on). */
 export function awaitsApproval(message: UIMessage | undefined): boolean {
-  return Boolean(
-    message?.parts.some(
-      (part) => isToolUIPart(part) && part.state === 'approval-requested' && !isExpired(part.approval as ToolApproval),
-    ),
-  )
+  return Boolean(message?.parts.some((part) => isToolUIPart(part) && part.state === 'approval-requested'))
 }

@@ -2,9 +2,11 @@
 // keeps streaming while the address moves from /chat to /chat/<threadId>.
 import { Chat } from '@ai-sdk/react'
 import { DefaultChatTransport, type UIMessage } from 'ai'
-import { api, authHeaders, errorFromBody } from '../api/client'
+import { api, ApiError, authHeaders, errorFromBody } from '../api/client'
+import type { ConversationDetail } from '../api/types'
 import { signOut, getToken } from '../auth/store'
 import { awaitsApproval, type ApprovalAnswer } from './approvals'
+import { beforeRunningContinuation, toUiMessages } from './parts'
 import * as registry from './registry'
 
 export type Outcome = 'done' | 'stopped' | 'failed' | 'awaiting' | null
@@ -21,6 +23,9 @@ interface CancelResponse {
 interface ApprovalResponse {
   success: boolean
   threadId: string
+  /** True when this decision was the last one the answer waited for: it goes on as a new run
+   * of the same message, to follow with GET /chat/{threadId}/stream (false: others still wait). */
+  continued?: boolean
 }
 
 /** What POST /chat accepts of a message: role user, text and file parts. */
@@ -241,24 +246,65 @@ export class ChatSession {
     return last.parts.map((p) => (p.type === 'text' ? p.text : '')).join('')
   }
 
-  /** Sends the member's decision on a tool call; once no call of the answer waits any more, the
-   * answer goes on as a new run of the same message, followed here like a resumed answer. */
-  async answerApproval({ approvalId, approved, reason }: ApprovalAnswer): Promise<void> {
+  getContinuing = (): boolean => this.continuing
+
+  private setContinuing(continuing: boolean): void {
+    if (this.continuing === continuing) return
+    this.continuing = continuing
+    this.notify()
+  }
+
+  /** Sends the member's decision on a tool call. The service says whether the answer goes on
+   * (`continued`: this was the last decision it waited for), as a new run of the same message,
+   * followed here like a resumed answer. A decision it refuses (409: already answered, expired,
+   * or the answer still running) is handed to `onRefused`, and the answer followed if it goes
+   * on anyway (an expired call counts as denied); any other failure is thrown. */
+  async answerApproval(
+    { approvalId, approved, reason }: ApprovalAnswer,
+    onRefused?: (refusal: ApiError) => void,
+  ): Promise<void> {
     const threadId = this.threadId
-    if (!threadId) return
-    this.continuing = true
+    if (!threadId || this.busy) return
+    this.setContinuing(true)
     try {
-      await api<ApprovalResponse>(`/chat/${encodeURIComponent(threadId)}/approvals`, {
-        method: 'POST',
-        body: reason ? { approvalId, approved, reason } : { approvalId, approved },
-      })
+      let response: ApprovalResponse
+      try {
+        response = await api<ApprovalResponse>(`/chat/${encodeURIComponent(threadId)}/approvals`, {
+          method: 'POST',
+          body: reason ? { approvalId, approved, reason } : { approvalId, approved },
+        })
+      } catch (failure) {
+        if (!(failure instanceof ApiError && failure.status === 409)) throw failure
+        onRefused?.(failure)
+        await this.followIfRunning(threadId, true)
+        return
+      }
       await this.chat.addToolApprovalResponse({ id: approvalId, approved, reason })
       // The outcome stays 'awaiting' until the continuation ends, here or (when it ended before
       // its stream was asked for: 204) in the stored conversation read afterwards.
-      if (!awaitsApproval(this.chat.lastMessage)) await this.chat.resumeStream()
+      if (typeof response.continued === 'boolean') {
+        if (response.continued && !this.disposed) await this.chat.resumeStream()
+      } else {
+        await this.followIfRunning(threadId, false)
+      }
     } finally {
-      this.continuing = false
+      this.setContinuing(false)
     }
+  }
+
+  /** Reads the stored conversation and follows its answer when one runs. `load`: the local
+   * message does not have the decisions yet, so it first takes the stored start of the message
+   * (up to its last decision), which the running answer's stream goes on from. */
+  private async followIfRunning(threadId: string, load: boolean): Promise<void> {
+    let stored: ConversationDetail
+    try {
+      stored = await api<ConversationDetail>('/getConversation', { query: { threadId } })
+    } catch {
+      return // the page reads the conversation again afterwards
+    }
+    if (stored.streamStatus !== 'in_progress' || this.disposed) return
+    if (load) this.chat.messages = toUiMessages(beforeRunningContinuation(stored.messages))
+    await this.chat.resumeStream()
   }
 
   private notify(): void {
