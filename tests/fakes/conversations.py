@@ -252,11 +252,15 @@ class FakeConversations:
         self.message_status[_canonical(message_id)] = StreamStatus.IN_PROGRESS.value
         conversation = self._own(org_id, thread_id)
         assert conversation is not None
+        return self._new_run(conversation, run_id, message_id)
+
+    def _new_run(self, conversation: Conversation, run_id: str, message_id: str) -> ChatRun:
+        """A run in progress producing `message_id`, shown by the conversation."""
         now = self._tick()
         self._touch(conversation, stream_status=StreamStatus.IN_PROGRESS, updated_at=now)
         run = ChatRun(
             id=_canonical(run_id),
-            org_id=org_id,
+            org_id=conversation.org_id,
             thread_id=conversation.thread_id,
             message_id=_canonical(message_id),
             status=StreamStatus.IN_PROGRESS,
@@ -287,18 +291,7 @@ class FakeConversations:
         message = self.message_rows[found[0]]
         self.message_rows[found[0]] = dataclasses.replace(message, parts=copy.deepcopy(parts))
         self.message_status[message_id] = StreamStatus.IN_PROGRESS.value
-        now = self._tick()
-        self._touch(conversation, stream_status=StreamStatus.IN_PROGRESS, updated_at=now)
-        run = ChatRun(
-            id=_canonical(run_id),
-            org_id=org_id,
-            thread_id=conversation.thread_id,
-            message_id=message_id,
-            status=StreamStatus.IN_PROGRESS,
-            created_at=now,
-        )
-        self.runs[run.id] = run
-        return run
+        return self._new_run(conversation, run_id, message_id)
 
     async def set_message_parts(
         self,

@@ -109,42 +109,43 @@ FIRST_USER_MESSAGE = (
     f"SELECT {MESSAGE_COLUMNS} FROM chat_messages m "
     "WHERE m.org_id = $1 AND m.thread_id = $2 AND m.role = 'user' ORDER BY m.seq LIMIT 1"
 )
-# The run's creation time is the clock's, not the transaction's: two runs of one thread
-# started in one transaction still have an order.
-START_RUN = f"""
+# The conversation shows a run in progress; its message ($4) is the CTE `message`.
+RUN_OF_THREAD = f"""
     WITH thread AS (
         UPDATE conversations SET stream_status = '{IN_PROGRESS}', updated_at = now()
         WHERE org_id = $1 AND thread_id = $2 RETURNING thread_id
-    ), message AS (
-        INSERT INTO chat_messages (id, org_id, thread_id, role, parts, status)
-        SELECT $4, $1, thread.thread_id, 'assistant', '[]'::jsonb, '{IN_PROGRESS}' FROM thread
-        RETURNING id, thread_id
-    )
+    ), message AS ({{message}})"""
+# The run ($3) of the CTE `message`. Its creation time is the clock's, not the
+# transaction's: two runs of one thread started in one transaction still have an order.
+NEW_RUN = f"""
     INSERT INTO chat_runs AS r (id, org_id, thread_id, message_id, status, created_at,
         heartbeat_at)
     SELECT $3, $1, message.thread_id, message.id, '{IN_PROGRESS}', clock_timestamp(),
         clock_timestamp()
     FROM message
     RETURNING {RUN_COLUMNS}"""
-# $3 the run, $4 the assistant message it continues, $5 the message's parts.
-RESUME_RUN = f"""
-    WITH thread AS (
-        UPDATE conversations SET stream_status = '{IN_PROGRESS}', updated_at = now()
-        WHERE org_id = $1 AND thread_id = $2 RETURNING thread_id
-    ), message AS (
+START_RUN = (
+    RUN_OF_THREAD.format(
+        message=f"""
+        INSERT INTO chat_messages (id, org_id, thread_id, role, parts, status)
+        SELECT $4, $1, thread.thread_id, 'assistant', '[]'::jsonb, '{IN_PROGRESS}' FROM thread
+        RETURNING id, thread_id"""
+    )
+    + NEW_RUN
+)
+# $5 the parts of the assistant message $4 that the run continues.
+RESUME_RUN = (
+    RUN_OF_THREAD.format(
+        message=f"""
         UPDATE chat_messages m SET parts = $5, status = '{IN_PROGRESS}', error = NULL,
             updated_at = now()
         FROM thread
         WHERE m.org_id = $1 AND m.id = $4 AND m.thread_id = thread.thread_id
           AND m.role = 'assistant'
-        RETURNING m.id, m.thread_id
+        RETURNING m.id, m.thread_id"""
     )
-    INSERT INTO chat_runs AS r (id, org_id, thread_id, message_id, status, created_at,
-        heartbeat_at)
-    SELECT $3, $1, message.thread_id, message.id, '{IN_PROGRESS}', clock_timestamp(),
-        clock_timestamp()
-    FROM message
-    RETURNING {RUN_COLUMNS}"""
+    + NEW_RUN
+)
 SET_MESSAGE_PARTS = """
     UPDATE chat_messages SET parts = $3, status = coalesce($4, status), updated_at = now()
     WHERE org_id = $1 AND id = $2
