@@ -486,3 +486,25 @@ def test_tools_revealed_before_the_pause_stay_offered():
     assert toolbox.specs == []
     toolbox.reveal(["kit__hidden", "kit__unknown"])
     assert toolbox.specs == [spec]
+
+
+async def test_a_paused_answer_is_stored_as_paused_before_its_readers_see_it_end():
+    answer = Answer(calls(SEND))
+    seen: list[StreamStatus] = []
+
+    class Watching(RecordingWriter):
+        def emit(self, chunk: dict[str, Any]) -> None:
+            if chunk["type"] == "finish":
+                seen.append(answer.runs.status["run-1"])
+            super().emit(chunk)
+
+    answer.runs.start("run-1")
+    command = GenerateChatResponseCommand(
+        caller=ALICE, thread_id="t1", run_id="run-1", message_id="msg-1", agent=agent(),
+        history=[user_message()],
+    )  # fmt: skip
+    writer = Watching()
+    await answer.use_case.execute(command, writer)
+    assert seen == [StreamStatus.AWAITING_APPROVAL]
+    assert writer.types[-2:] == ["finish-step", "finish"]
+    assert [c["type"] for c in answer.runs.chunks["run-1"]][-1] == "finish"

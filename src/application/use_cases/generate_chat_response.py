@@ -148,7 +148,10 @@ class GenerateChatResponse:
             progress.emit(chat_stream.start(command.message_id))
             if await self._answer(command, progress):
                 status = StreamStatus.AWAITING_APPROVAL
-            progress.emit(chat_stream.finish())
+                # Stored before readers get it: a reader that sees the answer end can decide.
+                progress.pending.append(chat_stream.finish())
+            else:
+                progress.emit(chat_stream.finish())
         except (_CancelRequested, asyncio.CancelledError) as stop:
             progress.end_text()
             if isinstance(stop, asyncio.CancelledError) and stop.args[:1] != (CANCEL_REQUESTED,):
@@ -205,6 +208,8 @@ class GenerateChatResponse:
         except Exception:
             log.exception("chat response %s could not be stored", command.run_id)
         finally:
+            if status is StreamStatus.AWAITING_APPROVAL:
+                writer.emit(chat_stream.finish())
             writer.close()
         # Settled once the reader has the whole answer, so that the ledger adds no latency.
         if command.admission is not None and not progress.calls:
