@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -105,10 +105,10 @@ def approval_response_part(call: PendingCall, decision: ApprovalDecision) -> dic
     return part
 
 
-def denied_text(decision: ApprovalDecision) -> str:
-    """What the model is told about a call that was not approved."""
+def denied_text(reason: str | None) -> str:
+    """What the model is told about a call that was not approved (for `reason`, if any)."""
     text = "The member did not approve this call; it was not made."
-    return f"{text} Reason: {decision.reason}" if decision.reason else text
+    return f"{text} Reason: {reason}" if reason else text
 
 
 def pending_calls(parts: Sequence[dict[str, Any]]) -> list[PendingCall]:
@@ -149,27 +149,29 @@ def approval_ids(parts: Sequence[dict[str, Any]]) -> set[str]:
     return {str(p.get("approvalId")) for p in parts if p.get("type") == APPROVAL_REQUEST}
 
 
-def settle(parts: list[dict[str, Any]], reason: str) -> list[PendingCall]:
+def settle(parts: list[dict[str, Any]], reason: str) -> list[tuple[PendingCall, ApprovalDecision]]:
     """Deny every pending call without a decision (for `reason`: it expired, or the member
-    moved on), adding their responses to `parts`; the pending calls, all decided, in order."""
-    settled: list[PendingCall] = []
+    moved on), adding their responses to `parts`; the pending calls with their decisions, in
+    order."""
+    settled: list[tuple[PendingCall, ApprovalDecision]] = []
     for call in pending_calls(parts):
         decision = call.decision
         if decision is None:
             decision = ApprovalDecision(approval_id=call.approval_id, approved=False, reason=reason)
             parts.append(approval_response_part(call, decision))
-        settled.append(replace(call, decision=decision))
+        settled.append((call, decision))
     return settled
 
 
-def denied_result_part(call: PendingCall, decision: ApprovalDecision) -> dict[str, Any]:
+def denied_result_part(call: PendingCall, text: str) -> dict[str, Any]:
+    """The result of a call that was not made: `text` says why (`denied_text`)."""
     return {
         "type": TOOL_RESULT,
         "toolCallId": call.tool_call_id,
         "toolName": call.tool_name,
         "isError": True,
         "denied": True,
-        "result": denied_text(decision),
+        "result": text,
     }
 
 
@@ -178,10 +180,6 @@ def close_pending(parts: list[dict[str, Any]], reason: str) -> bool:
     the answer ended otherwise): an undecided one is denied for `reason`, and none is made,
     each getting a result that says so. Whether there was any."""
     calls = settle(parts, reason)
-    for call in calls:
-        part = denied_result_part(
-            call, ApprovalDecision(approval_id=call.approval_id, approved=False)
-        )
-        part["result"] = f"The call was not made. {reason}"
-        parts.append(part)
+    for call, _ in calls:
+        parts.append(denied_result_part(call, f"The call was not made. {reason}"))
     return bool(calls)

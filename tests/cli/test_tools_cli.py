@@ -3,9 +3,7 @@ and a real MCP server (the `mcp` SDK's) on loopback."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import threading
 from collections.abc import Iterator
 
 import pytest
@@ -17,22 +15,9 @@ from tests.integration import tool_servers_support as support
 @pytest.fixture(scope="module")
 def mcp_url() -> Iterator[str]:
     """The test MCP server, served from a thread of its own (the CLI runs its own loop)."""
-    ready = threading.Event()
-    stop = threading.Event()
-    urls: list[str] = []
-
-    async def serve() -> None:
-        async with support.serving(support.mcp_app()) as url:
-            urls.append(url)
-            ready.set()
-            await asyncio.to_thread(stop.wait)
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(30), "the MCP server did not start"
-    yield f"{urls[0]}/mcp"
-    stop.set()
-    thread.join(10)
+    served = support.Served(support.mcp_app())
+    yield f"{served.url}/mcp"
+    served.stop()
 
 
 @pytest.fixture

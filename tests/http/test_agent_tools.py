@@ -8,11 +8,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from dishka import Provider, Scope, provide
 from litestar.testing import AsyncTestClient
 
 from application.ports.chat_model import Finished, ToolCall, ToolCallRequested
-from application.ports.tool_connector import ToolConnector, ToolOutput, ToolServerUnreachable
+from application.ports.tool_connector import ToolOutput, ToolServerUnreachable
 from entrypoints.http.app import create_app
 from tests.ai_sdk import assert_accepted, run_ai_sdk_parser
 from tests.fakes.chat import ScriptedChatModel, text_script
@@ -26,6 +25,7 @@ from tests.http.chat_support import (
     user_message,
 )
 from tests.http.conftest import forget_members
+from tests.http.tool_support import ToolConnectorOverride
 
 URL = "http://127.0.0.1:9/mcp"
 SECRET = "Bearer s3cret-value"
@@ -36,16 +36,6 @@ FOUND = [
     {"type": "image", "mediaType": "image/png", "url": IMAGE},
 ]
 BAD_NAMES = f"{NAMES} must hold tool names of 1 to 128 characters"
-
-
-class ScriptedConnector(Provider):
-    def __init__(self, connector: FakeToolConnector) -> None:
-        super().__init__()
-        self._connector = connector
-
-    @provide(scope=Scope.APP)
-    def connector(self) -> ToolConnector:
-        return self._connector
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +52,9 @@ def tool_holder() -> Holder:
 async def tools_session(
     settings, database, tool_holder, connector
 ) -> AsyncIterator[AsyncTestClient]:
-    app = create_app(settings, database, ScriptedModels(tool_holder), ScriptedConnector(connector))
+    app = create_app(
+        settings, database, ScriptedModels(tool_holder), ToolConnectorOverride(connector)
+    )
     async with AsyncTestClient(app=app) as client:
         client.ap_app = app  # type: ignore[attr-defined]
         yield client

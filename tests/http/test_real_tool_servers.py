@@ -6,9 +6,7 @@ a timeout and a server that disappears."""
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
@@ -28,40 +26,16 @@ from tests.integration import tool_servers_support as support
 TIMEOUT = 1.5  # below the test server's slow tool (5 s)
 
 
-class Served:
-    """An ASGI app served by uvicorn on 127.0.0.1 from a thread of its own, until `stop`."""
-
-    def __init__(self, app: Any) -> None:
-        self._stop = threading.Event()
-        ready = threading.Event()
-        urls: list[str] = []
-
-        async def serve() -> None:
-            async with support.serving(app) as url:
-                urls.append(url)
-                ready.set()
-                await asyncio.to_thread(self._stop.wait)
-
-        self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-        self._thread.start()
-        assert ready.wait(30), "the test server did not start"
-        self.url = urls[0]
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(10)
-
-
 @pytest.fixture(scope="module")
-def mcp_server() -> Iterator[Served]:
-    served = Served(support.mcp_app())
+def mcp_server() -> Iterator[support.Served]:
+    served = support.Served(support.mcp_app())
     yield served
     served.stop()
 
 
 @pytest.fixture(scope="module")
-def api_server() -> Iterator[Served]:
-    served = Served(support.openapi_app())
+def api_server() -> Iterator[support.Served]:
+    served = support.Served(support.openapi_app())
     yield served
     served.stop()
 
@@ -163,7 +137,7 @@ async def test_registered_servers_are_called_and_their_results_streamed_and_kept
 async def test_a_slow_tool_times_out_and_a_vanished_server_fails_the_call_only(
     app, alice, holder, mcp_server
 ):
-    doomed = Served(support.mcp_app())
+    doomed = support.Served(support.mcp_app())
     slow = await register(app, alice, "kit", "mcp", f"{mcp_server.url}/mcp")
     gone = await register(app, alice, "gone", "mcp", f"{doomed.url}/mcp")
     assert gone["status"] == "ready", gone["error"]

@@ -9,6 +9,7 @@ import asyncio
 import base64
 import contextlib
 import gzip
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -242,3 +243,29 @@ async def serving(app: Any, port: int | None = None) -> AsyncIterator[str]:
     finally:
         server.should_exit = True
         await task
+
+
+class Served:
+    """An ASGI app served by uvicorn on 127.0.0.1 (`serving`) from a thread and a loop of its
+    own, until `stop`: for tests whose client runs in another loop (the test client's, a
+    CLI's, a browser's)."""
+
+    def __init__(self, app: Any) -> None:
+        self._stop = threading.Event()
+        ready = threading.Event()
+        urls: list[str] = []
+
+        async def serve() -> None:
+            async with serving(app) as url:
+                urls.append(url)
+                ready.set()
+                await asyncio.to_thread(self._stop.wait)
+
+        self._thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+        self._thread.start()
+        assert ready.wait(30), "the test server did not start"
+        self.url = urls[0]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(10)

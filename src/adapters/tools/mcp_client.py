@@ -10,6 +10,8 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 import httpx2
@@ -24,10 +26,11 @@ MAX_PAGES = 100
 """tools/list pages read at most: a server whose cursors never end cannot hold a discovery."""
 
 
-async def discover_tools(
-    client: httpx2.AsyncClient, url: str, *, max_bytes: int
-) -> list[ToolDefinition]:
-    """`initialize`, then every page of `tools/list` (at most `MAX_TOOLS_PER_SERVER` tools)."""
+@asynccontextmanager
+async def _session(
+    client: httpx2.AsyncClient, url: str, max_bytes: int
+) -> AsyncIterator[ClientSession]:
+    """An initialized MCP session with the server at `url`, closed when the block ends."""
     async with (
         streamable_http_client(url, http_client=client, max_sse_event_size=max_bytes) as (
             read,
@@ -36,6 +39,14 @@ async def discover_tools(
         ClientSession(read, write) as session,
     ):
         await session.initialize()
+        yield session
+
+
+async def discover_tools(
+    client: httpx2.AsyncClient, url: str, *, max_bytes: int
+) -> list[ToolDefinition]:
+    """`initialize`, then every page of `tools/list` (at most `MAX_TOOLS_PER_SERVER` tools)."""
+    async with _session(client, url, max_bytes) as session:
         tools: list[ToolDefinition] = []
         cursor: str | None = None
         for _ in range(MAX_PAGES):
@@ -59,14 +70,7 @@ async def call_tool(
     client: httpx2.AsyncClient, url: str, name: str, arguments: dict[str, Any], *, max_bytes: int
 ) -> ToolOutput:
     """`initialize`, then `tools/call`; the result as UI-message parts."""
-    async with (
-        streamable_http_client(url, http_client=client, max_sse_event_size=max_bytes) as (
-            read,
-            write,
-        ),
-        ClientSession(read, write) as session,
-    ):
-        await session.initialize()
+    async with _session(client, url, max_bytes) as session:
         # Sent as a plain request: `ClientSession.call_tool` lists the server's tools again to
         # check the result against an output schema, one more round trip the model gains
         # nothing from.

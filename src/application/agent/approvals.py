@@ -19,9 +19,8 @@ from domain.tool_approvals import (
     EXPIRED_REASON,
     TOOL_INVOCATION,
     TOOL_RESULT,
-    ApprovalDecision,
-    PendingCall,
     denied_result_part,
+    denied_text,
     settle,
 )
 
@@ -40,15 +39,14 @@ async def decide_calls(
     one `tool-output-denied`. Returns the step the answer goes on at: the one after the step
     that asked."""
     calls = settle(progress.parts, EXPIRED_REASON)
-    for call in calls:
-        decision = _decision(call)
+    for _, decision in calls:
         progress.emit(
             chat_stream.tool_approval_response(
                 decision.approval_id, decision.approved, decision.reason
             )
         )
-    for call in calls:
-        decision = _decision(call)
+    for call, decision in calls:
+        refusal = denied_text(decision.reason)
         if decision.approved:
             tool_call = ToolCall(
                 id=call.tool_call_id, name=call.tool_name, arguments=call.arguments
@@ -59,16 +57,10 @@ async def decide_calls(
                 continue
             except ToolApprovalRequired:
                 # Only a tool that ignores `approved` gets here: it is not made without it.
-                decision = ApprovalDecision(approval_id=call.approval_id, approved=False)
+                refusal = denied_text(None)
         progress.emit(chat_stream.tool_output_denied(call.tool_call_id))
-        progress.parts.append(denied_result_part(call, decision))
-    return max((call.step for call in calls), default=-1) + 1
-
-
-def _decision(call: PendingCall) -> ApprovalDecision:
-    return call.decision or ApprovalDecision(
-        approval_id=call.approval_id, approved=False, reason=EXPIRED_REASON
-    )
+        progress.parts.append(denied_result_part(call, refusal))
+    return max((call.step for call, _ in calls), default=-1) + 1
 
 
 def message_turns(parts: Sequence[dict[str, Any]]) -> list[ChatTurn]:
