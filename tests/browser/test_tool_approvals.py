@@ -9,11 +9,9 @@ being sent; and the approval's controls have no serious accessibility violation.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import re
 import tempfile
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -49,22 +47,9 @@ def console(tmp_root: Path) -> Iterator[Console]:
 def mcp_url() -> Iterator[str]:
     """The tests' MCP server (tests/integration/tool_servers_support.py) on 127.0.0.1, served
     from a thread of its own."""
-    stop = threading.Event()
-    ready = threading.Event()
-    urls: list[str] = []
-
-    async def serve() -> None:
-        async with tool_servers.serving(tool_servers.mcp_app()) as url:
-            urls.append(url)
-            ready.set()
-            await asyncio.to_thread(stop.wait)
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(30), "the MCP server did not start"
-    yield f"{urls[0]}/mcp"
-    stop.set()
-    thread.join(10)
+    served = tool_servers.Served(tool_servers.mcp_app())
+    yield f"{served.url}/mcp"
+    served.stop()
 
 
 def agent_with_guarded_echo(console: Console, mcp_url: str, org: str) -> str:
@@ -269,6 +254,9 @@ def test_a_decision_made_elsewhere_is_reported_and_the_stored_state_shown(
     page = open_signed_in(guard, console.handoff(token))
     ask(page, "Please decide elsewhere.", agent="Operator")
     waiting_for_approval(page)
+    # The console reads the conversation once the stream ends: the decision below must come
+    # after that read, or the console sees the continuation and the Approve button goes.
+    page.wait_for_load_state("networkidle")
 
     stored = stored_answer(console, token)
     pending = next(

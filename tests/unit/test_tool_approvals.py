@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from datetime import UTC, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -32,6 +33,7 @@ from domain.agents import Agent, NewAgent
 from domain.conversations import StoredMessage, StreamStatus
 from domain.errors import Conflict, Invalid, NotFound
 from domain.identity import Caller
+from domain.spend import CapPeriod, SpendCapReached
 from domain.tool_approvals import (
     APPROVAL_ANSWERED,
     APPROVAL_EXPIRED,
@@ -50,6 +52,7 @@ from tests.fakes.basics import FakeClock
 from tests.fakes.chat import (
     FakeKnowledgeSearch,
     FakeRunLog,
+    FakeUsageLedger,
     RecordingWriter,
     ScriptedChatModel,
     ScriptedChatRegistry,
@@ -333,9 +336,10 @@ class Thread:
         self.model = ScriptedChatModel(supports_tools=True)
         generate = generator(self.model, FakeRunLog(), Mail(), self.clock)
         registry = ScriptedChatRegistry(self.model)
+        self.ledger = FakeUsageLedger()
         self.approvals = AnswerToolApproval(
             self.agents, self.conversations, self.audit, self.uow, self.clock,
-            self.streams, self.tasks, generate, fake_meter(), registry,
+            self.streams, self.tasks, generate, fake_meter(self.ledger), registry,
         )  # fmt: skip
         self.send = SendChatMessage(
             self.agents, self.conversations, self.jobs, self.uow, self.streams, self.tasks,
@@ -508,3 +512,21 @@ async def test_a_paused_answer_is_stored_as_paused_before_its_readers_see_it_end
     assert seen == [StreamStatus.AWAITING_APPROVAL]
     assert writer.types[-2:] == ["finish-step", "finish"]
     assert [c["type"] for c in answer.runs.chunks["run-1"]][-1] == "finish"
+
+
+async def test_a_continuation_refused_at_a_spend_cap_stores_nothing():
+    thread = Thread()
+    thread_id, (approval,) = await thread.paused(SEND)
+    before = copy.deepcopy(await thread.parts(thread_id))
+    runs = dict(thread.conversations.runs)
+    commits = thread.uow.commits
+    thread.ledger.caps = {CapPeriod.DAILY: Decimal(0)}
+    with pytest.raises(SpendCapReached):
+        await thread.decide(thread_id, approval, True)
+    assert await thread.parts(thread_id) == before and thread.conversations.runs == runs
+    assert thread.uow.commits == commits and thread.tasks.spawned == []
+    conversation = await thread.conversations.get("org_a", thread_id)
+    assert conversation is not None
+    assert conversation.stream_status is StreamStatus.AWAITING_APPROVAL
+    thread.ledger.caps = {}
+    assert (await thread.decide(thread_id, approval, True)).run_id is not None
